@@ -1,0 +1,3 @@
+from telltale.cli.main import main
+
+raise SystemExit(main())

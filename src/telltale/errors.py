@@ -1,0 +1,46 @@
+"""One error hierarchy, so every boundary knows what it may catch.
+
+Messages are bounded and content-free: they name a path hash, a coordinate or a
+reason, never transcript text.
+"""
+
+from __future__ import annotations
+
+
+class TelltaleError(Exception):
+    """Base of every error Telltale raises on purpose."""
+
+
+class UsageError(TelltaleError):
+    """Bad command-line usage or configuration: exit code 2, one clear line."""
+
+
+class ConfigError(UsageError):
+    """A configuration file is malformed; the message names the file and the problem."""
+
+
+class DiscoveryError(TelltaleError):
+    """A candidate store was rejected (symlink, traversal, not a regular file, budget)."""
+
+    def __init__(self, reason: str, path: str, detail: str = "") -> None:
+        self.reason = reason
+        self.path = path
+        self.detail = detail
+        super().__init__(f"{reason}: {path}" + (f" ({detail})" if detail else ""))
+
+
+class SourceError(TelltaleError):
+    """A whole source failed atomically: nothing from it is emitted, its cursor stays.
+
+    ``reason`` is a short machine-readable token (``locked``, ``identity_conflict``,
+    ``over_budget``, ``unreadable``, ``schema``...); ``detail`` is bounded and content-free.
+    """
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        self.reason = reason
+        self.detail = detail[:512]
+        super().__init__(f"{reason}: {self.detail}" if detail else reason)
+
+
+class OutputError(TelltaleError):
+    """A required output could not be written durably; cursors must not advance."""

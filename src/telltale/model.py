@@ -1,0 +1,296 @@
+"""Canonical observation model shared by every source adapter.
+
+Adapters translate vendor records into these types and nothing downstream knows a
+vendor field name. Canonical bounds are enforced here, in one place: a value over its
+bound is never truncated silently; ``BoundExceeded`` is raised and the adapter
+quarantines the record that carried it.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+#: Ordinary canonical strings (names, ids, paths, models, ...), in UTF-8 bytes.
+STRING_BOUND = 4_096
+#: Authored text (shell commands, written file content, edit strings, prompts) and
+#: direct message / tool-result text, in UTF-8 bytes.
+AUTHORED_TEXT_BOUND = 65_536
+#: Nesting depth accepted in structured tool arguments.
+MAX_ARGUMENT_DEPTH = 32
+
+
+class Family(enum.StrEnum):
+    MESSAGE = "message"
+    TOOL = "tool"
+    USAGE = "usage"
+    SESSION = "session"
+    OTHER = "other"
+
+
+class Stage(enum.StrEnum):
+    REQUESTED = "requested"
+    RESULT = "result"
+
+
+class Coverage(enum.StrEnum):
+    """How much of a source an acquisition accounts for."""
+
+    COMPLETE = "complete"
+    PARTIAL = "partial"
+    EMPTY = "empty"
+
+
+class BoundExceeded(ValueError):
+    """A value is larger than its canonical bound; the carrying record is quarantined."""
+
+    def __init__(self, field: str, bound: int, size: int) -> None:
+        super().__init__(f"{field} is {size} bytes, over the {bound}-byte canonical bound")
+        self.field = field
+        self.bound = bound
+        self.size = size
+
+
+class TokenUsage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Token counts of one model response, in OpenTelemetry GenAI meaning.
+
+    ``input_tokens`` counts every input token, cached ones included; the cache fields
+    are parts of it. ``output_tokens`` includes reasoning tokens.
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    reasoning_output_tokens: int | None = None
+    total_tokens: int | None = None
+
+    def is_empty(self) -> bool:
+        return all(
+            v is None
+            for v in (
+                self.input_tokens,
+                self.output_tokens,
+                self.cache_read_input_tokens,
+                self.cache_creation_input_tokens,
+                self.reasoning_output_tokens,
+                self.total_tokens,
+            )
+        )
+
+
+class Provenance(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Where a fact came from: enough to find the native record again, never its content."""
+
+    source_kind: str
+    path: str
+    line: int | None = None
+    offset: int | None = None
+    row: str | None = None
+    record_id: str | None = None
+
+
+class Observation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One canonical fact about agent activity.
+
+    Build with :func:`make_observation`, which enforces the canonical bounds and
+    derives the deterministic ``observation_id``.
+    """
+
+    observation_id: str
+    family: Family
+    client: str
+    source_kind: str
+    sequence: int
+    provenance: Provenance
+    session_id: str | None = None
+    stage: Stage | None = None
+    role: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    occurred_at: str | None = None
+    cwd: str | None = None
+    text: str | None = None
+    injected: bool = False
+    tool_name: str | None = None
+    call_id: str | None = None
+    arguments: str | None = None
+    command: str | None = None
+    file_path: str | None = None
+    url: str | None = None
+    result: str | None = None
+    exit_code: int | None = None
+    is_error: bool | None = None
+    interrupted: bool = False
+    usage: TokenUsage | None = None
+    parent_session_id: str | None = None
+    parent_call_id: str | None = None
+    ambiguous: tuple[str, ...] = ()
+    attributes: dict[str, str] = {}
+
+
+class Quarantine(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One native record set aside, named by coordinate and reason, never by content."""
+
+    source_kind: str
+    path: str
+    reason: str
+    session_id: str | None = None
+    record_id: str | None = None
+    sequence: int | None = None
+    line: int | None = None
+    offset: int | None = None
+    row: str | None = None
+    field: str | None = None
+    bound: int | None = None
+
+
+# Fields whose canonical bound is the authored-text budget.
+_AUTHORED_FIELDS = frozenset({"text", "result", "command"})
+# Fields checked against the ordinary string bound.
+_STRING_FIELDS = (
+    "session_id",
+    "role",
+    "agent",
+    "model",
+    "provider",
+    "occurred_at",
+    "cwd",
+    "tool_name",
+    "call_id",
+    "file_path",
+    "url",
+    "parent_session_id",
+    "parent_call_id",
+)
+
+
+def utf8_len(value: str) -> int:
+    """UTF-8 byte length without allocating for pure-ASCII fast paths."""
+    if value.isascii():
+        return len(value)
+    return len(value.encode("utf-8", "surrogatepass"))
+
+
+def check_bound(field: str, value: str | None, bound: int) -> None:
+    # len(value) * 4 >= utf8 length: skip the encode for short strings.
+    if value is not None and len(value) * 4 > bound and utf8_len(value) > bound:
+        raise BoundExceeded(field, bound, utf8_len(value))
+
+
+def observation_id(adapter: str, source_identity: str, coordinate: str) -> str:
+    """Deterministic id: re-reading the same native record yields the same id."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(adapter.encode())
+    digest.update(b"\x1f")
+    digest.update(source_identity.encode("utf-8", "surrogateescape"))
+    digest.update(b"\x1f")
+    digest.update(coordinate.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+_json_encoder = msgspec.json.Encoder(order="deterministic")
+
+
+def encode_arguments(
+    arguments: Mapping[str, Any] | list[Any] | str | None,
+    authored_keys: Iterable[str] = (),
+) -> str | None:
+    """Canonical JSON text of tool arguments, each leaf checked against its bound.
+
+    Top-level keys named in ``authored_keys`` get the authored-text budget; every other
+    string leaf gets the ordinary string bound. A string argument (free-form tool input)
+    gets the authored-text budget when ``authored_keys`` contains ``"*"``.
+    """
+    if arguments is None:
+        return None
+    authored = frozenset(authored_keys)
+    if isinstance(arguments, str):
+        check_bound("arguments", arguments, AUTHORED_TEXT_BOUND if "*" in authored else STRING_BOUND)
+        return arguments
+    _check_leaves(arguments, "arguments", authored, 0)
+    return _json_encoder.encode(arguments).decode("utf-8")
+
+
+def _check_leaves(value: Any, path: str, authored: frozenset[str], depth: int) -> None:
+    if depth > MAX_ARGUMENT_DEPTH:
+        raise BoundExceeded(path, MAX_ARGUMENT_DEPTH, depth)
+    if isinstance(value, str):
+        check_bound(path, value, STRING_BOUND)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            check_bound(f"{path}.key", str(key), STRING_BOUND)
+            child = f"{path}.{key}"
+            if depth == 0 and key in authored and isinstance(item, str):
+                check_bound(child, item, AUTHORED_TEXT_BOUND)
+            else:
+                _check_leaves(item, child, authored, depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_leaves(item, f"{path}[]", authored, depth + 1)
+
+
+def make_observation(
+    *,
+    adapter: str,
+    source_identity: str,
+    coordinate: str,
+    **fields: Any,
+) -> Observation:
+    """Build an Observation, enforcing every canonical bound.
+
+    ``adapter`` is the source kind that produced it, ``source_identity`` a stable name
+    of the store (its path), ``coordinate`` the native position of the fact inside it
+    (for example ``"line:12:tool_use:toolu_1"``). Raises :class:`BoundExceeded`.
+    """
+    for name in _STRING_FIELDS:
+        check_bound(name, fields.get(name), STRING_BOUND)
+    for name in _AUTHORED_FIELDS:
+        check_bound(name, fields.get(name), AUTHORED_TEXT_BOUND)
+    # The arguments document carries authored leaves, so its envelope shares that budget
+    # plus room for the ordinary leaves around them.
+    check_bound("arguments", fields.get("arguments"), AUTHORED_TEXT_BOUND + STRING_BOUND)
+    attributes = fields.get("attributes")
+    if attributes:
+        for key, val in attributes.items():
+            check_bound(f"attributes.{key}", val, STRING_BOUND)
+    fields.setdefault("source_kind", adapter)
+    return Observation(
+        observation_id=observation_id(adapter, source_identity, coordinate),
+        **fields,
+    )
+
+
+def iso_time(value: object) -> str | None:
+    """Normalise a source timestamp to ISO-8601 UTC with milliseconds, or ``None``.
+
+    Accepts ISO-8601 strings (``Z`` or an offset) and epoch numbers (seconds or
+    milliseconds, told apart by magnitude). Never invents a time: unparseable input
+    gives ``None``.
+    """
+    import datetime as _dt
+
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        if isinstance(value, int | float):
+            seconds = float(value) / 1000.0 if abs(value) >= 1e11 else float(value)
+            moment = _dt.datetime.fromtimestamp(seconds, tz=_dt.UTC)
+        elif isinstance(value, str):
+            text = value.strip()
+            if not text or len(text) > 64:
+                return None
+            moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=_dt.UTC)
+        else:
+            return None
+        moment = moment.astimezone(_dt.UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"

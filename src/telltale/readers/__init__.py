@@ -1,0 +1,1 @@
+"""Readers shared by sources: incremental JSONL and read-only SQLite."""

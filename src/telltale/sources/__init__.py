@@ -1,0 +1,1 @@
+"""Source-owned store definitions and adapters, one module per agent."""

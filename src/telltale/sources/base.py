@@ -1,0 +1,65 @@
+"""The adapter contract between acquisition and the rest of the pipeline.
+
+An adapter turns one discovered :class:`~telltale.sources.spec.Source` into canonical
+observations. It is the only code that knows its vendor's field names.
+
+``acquire`` yields :class:`Batch` objects in native order. Each batch carries the cursor
+that is valid once the batch's observations are durably written, so the pipeline can
+commit long transcripts in windows without holding them in memory. Raising
+:class:`~telltale.errors.SourceError` fails the source: nothing uncommitted from it is
+emitted and its committed cursor stays.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from typing import Protocol
+
+import msgspec
+
+from telltale.model import Observation, Quarantine
+from telltale.sources.spec import Source
+
+
+class HistoryMode(enum.StrEnum):
+    """Which part of a source an acquisition reads."""
+
+    INCREMENTAL = "incremental"  # resume from the committed cursor
+    BACKFILL = "backfill"  # from the start, cursors untouched (sampling where the seed says so)
+    ALL = "all"  # forensic pass from the earliest record, never touching scan state
+
+
+class AcquireContext(msgspec.Struct, kw_only=True):
+    """What an adapter may know about the scan it runs in."""
+
+    history: HistoryMode = HistoryMode.INCREMENTAL
+    dry_run: bool = False
+    #: Wall-clock time of the scan start (epoch seconds), for idle checks; never a record time.
+    now: float = 0.0
+
+
+class Batch(msgspec.Struct, kw_only=True):
+    """A window of one source's acquisition.
+
+    ``cursor`` is the adapter's opaque, JSON-encoded resume point, valid once everything
+    in this batch and the batches before it is durable. ``None`` means "do not move".
+    """
+
+    observations: list[Observation]
+    quarantined: list[Quarantine]
+    cursor: bytes | None
+    records_read: int = 0
+    other_records: int = 0
+    bytes_read: int = 0
+    #: True when the source holds records this acquisition deliberately left out
+    #: (sampling, saturation, a held partial line); coverage is then partial.
+    partial: bool = False
+
+
+class Adapter(Protocol):
+    """A source-owned native extractor for one source kind."""
+
+    kind: str
+
+    def acquire(self, source: Source, cursor: bytes | None, ctx: AcquireContext) -> Iterator[Batch]: ...

@@ -1,0 +1,44 @@
+"""OpenAI Codex CLI rollouts under CodexHome (``$CODEX_HOME`` or ``~/.codex``)."""
+
+from __future__ import annotations
+
+from telltale.sources.spec import RootType, SourceSpec
+
+_PATTERNS = ("*.jsonl", "*.jsonl.zst")
+_ADAPTER = "telltale.sources.codex:CodexAdapter"
+
+SPECS = (
+    SourceSpec(
+        client="codex",
+        kind="codex.sessions",
+        root_type=RootType.CODEX_HOME,
+        relative_path="sessions",
+        file_patterns=_PATTERNS,
+        recursive=True,
+        fixture_relative_path="codex/sessions",
+        adapter=_ADAPTER,
+        description="Codex live session rollouts",
+    ),
+    SourceSpec(
+        client="codex",
+        kind="codex.archived_sessions",
+        root_type=RootType.CODEX_HOME,
+        relative_path="archived_sessions",
+        file_patterns=_PATTERNS,
+        recursive=True,
+        fixture_relative_path="codex/archived_sessions",
+        adapter=_ADAPTER,
+        description="Codex archived session rollouts",
+    ),
+    SourceSpec(
+        client="codex",
+        kind="codex.headless_sessions",
+        root_type=RootType.CODEX_HOME,
+        relative_path="headless",
+        file_patterns=_PATTERNS,
+        recursive=True,
+        fixture_relative_path="codex/headless",
+        adapter=_ADAPTER,
+        description="Codex headless (exec) session rollouts",
+    ),
+)

@@ -1,0 +1,20 @@
+"""OpenCode: ``opencode.db`` (and channel databases) in the OpenCode data directory."""
+
+from __future__ import annotations
+
+from telltale.sources.spec import RootType, SourceSpec, StoreLayout
+
+SPECS = (
+    SourceSpec(
+        client="opencode",
+        kind="opencode.sqlite",
+        root_type=RootType.DATA_HOME,
+        relative_path="opencode",
+        file_patterns=("opencode.db",),
+        recursive=False,
+        layout=StoreLayout.SQLITE,
+        fixture_relative_path="opencode",
+        adapter="telltale.sources.opencode:OpenCodeAdapter",
+        description="OpenCode SQLite store (legacy message/part and v2 session_message)",
+    ),
+)

@@ -1,0 +1,59 @@
+"""The static source registry: every SourceSpec, in registration order.
+
+Order is the seed's (clients, then their kinds) and never changes at run time;
+discovered sources are sorted separately (see ``telltale.discovery``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+
+from telltale.errors import UsageError
+from telltale.sources import claude, codex, copilot, openclaw, opencode, qwen
+from telltale.sources.base import Adapter
+from telltale.sources.spec import SourceSpec
+
+#: Static registration order: the seed's table order, new kinds after their client's.
+REGISTRY: tuple[SourceSpec, ...] = (
+    *codex.SPECS,
+    *claude.SPECS,
+    *qwen.SPECS,
+    *openclaw.SPECS,
+    *opencode.SPECS,
+    *copilot.SPECS,
+)
+
+CLIENTS: tuple[str, ...] = tuple(dict.fromkeys(spec.client for spec in REGISTRY))
+KINDS: tuple[str, ...] = tuple(spec.kind for spec in REGISTRY)
+
+
+def spec_for(kind: str) -> SourceSpec:
+    for spec in REGISTRY:
+        if spec.kind == kind:
+            return spec
+    raise KeyError(kind)
+
+
+def select(clients: list[str] | None) -> tuple[SourceSpec, ...]:
+    """Specs for the requested clients (or kinds), in registry order."""
+    if not clients:
+        return REGISTRY
+    wanted = set(clients)
+    unknown = sorted(w for w in wanted if w not in CLIENTS and w not in KINDS)
+    if unknown:
+        raise UsageError(
+            f"unknown client {', '.join(unknown)}; valid clients: {', '.join(CLIENTS)}"
+            f" (or a source kind: {', '.join(KINDS)})"
+        )
+    return tuple(s for s in REGISTRY if s.client in wanted or s.kind in wanted)
+
+
+@cache
+def adapter_for(kind: str) -> Adapter:
+    """Instantiate the source-owned adapter of a kind (imported on first use)."""
+    spec = spec_for(kind)
+    module_name, _, attr = spec.adapter.partition(":")
+    module = importlib.import_module(module_name)
+    adapter: Adapter = getattr(module, attr)()
+    return adapter

@@ -1,0 +1,75 @@
+"""Source specifications (stores declared as data) and discovered source instances."""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+
+import msgspec
+
+
+class RootType(enum.StrEnum):
+    """Which host root a store's relative path hangs from."""
+
+    HOME = "home"
+    CODEX_HOME = "codex_home"
+    DATA_HOME = "data_home"
+    PROJECT_LOCAL = "project_local"
+
+
+class StoreLayout(enum.StrEnum):
+    """How a store's files are enumerated below its root directory."""
+
+    FILES = "files"  # every file matching the patterns is one source
+    SQLITE = "sqlite"  # one database file is one source
+
+
+class SourceSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """Where one kind of store lives and how its files are recognised.
+
+    ``relative_path`` hangs from ``root_type`` on a real host; ``fixture_relative_path``
+    hangs from a checked-in fixture root. ``file_patterns`` are matched against the file
+    name (case-sensitive); ``exclude_patterns`` win over them. When ``parent_dir`` is
+    set, a file only matches when its immediate parent directory has that name.
+    """
+
+    client: str
+    kind: str
+    root_type: RootType
+    relative_path: str
+    file_patterns: tuple[str, ...]
+    recursive: bool
+    fixture_relative_path: str
+    adapter: str  # "module:attribute" of the source-owned adapter
+    layout: StoreLayout = StoreLayout.FILES
+    exclude_patterns: tuple[str, ...] = ()
+    parent_dir: str | None = None
+    description: str = ""
+
+    def matches(self, name: str, parent: str | None = None) -> bool:
+        if self.parent_dir is not None and parent != self.parent_dir:
+            return False
+        if any(fnmatch.fnmatchcase(name, pat) for pat in self.exclude_patterns):
+            return False
+        return any(fnmatch.fnmatchcase(name, pat) for pat in self.file_patterns)
+
+
+class Source(msgspec.Struct, frozen=True, kw_only=True):
+    """One discovered store instance (a transcript file or a database).
+
+    ``store_root`` is the directory it was found under (what watch subscribes to);
+    ``found_by`` says how (``home``, ``codex_home``, ``data_home``, ``env:CLAUDE_CONFIG_DIR``,
+    ``opencode_db``, ``opencode_channel``, ``project:<name>``, ``fixture``, ``explicit_root``).
+    """
+
+    client: str
+    kind: str
+    path: str
+    root_type: RootType
+    store_root: str
+    found_by: str
+    device: int = 0
+    inode: int = 0
+
+    def sort_key(self) -> tuple[str, str, str]:
+        return (self.client, self.kind, self.path)
