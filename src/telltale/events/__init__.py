@@ -1,0 +1,1 @@
+"""Event documents (ECS + OpenTelemetry GenAI names); redaction happens here, once."""

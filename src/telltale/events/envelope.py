@@ -1,0 +1,83 @@
+"""The common envelope every event document shares (ECS names)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import hashlib
+import os
+import socket
+from functools import cache
+from typing import Any
+
+from telltale import __version__
+
+SCHEMA_VERSION = "1.0"
+
+
+class ContentMode:
+    """How much text activity events carry (``--content``)."""
+
+    NONE = "none"  # ids, names, sizes and hashes only
+    REDACTED = "redacted"  # commands, paths, URLs, arguments redacted and bounded; text as size + hash
+    FULL = "full"  # bounded text too, still redacted
+    ALL = (NONE, REDACTED, FULL)
+
+
+def utc_now() -> str:
+    moment = dt.datetime.now(tz=dt.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def path_hash(path: str) -> str:
+    """Identify a path without disclosing it (16 hex digits, unkeyed for correlation)."""
+    return hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+
+
+@cache
+def host_fields() -> dict[str, Any]:
+    name = socket.gethostname()
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+    return {
+        "host": {"name": name, "hostname": name},
+        "user": {"name": user},
+        "observer": {
+            "vendor": "Telltale",
+            "product": "telltale",
+            "type": "sensor",
+            "version": __version__,
+            "hostname": name,
+        },
+    }
+
+
+def base_event(
+    *,
+    event_id: str,
+    dataset: str,
+    action: str,
+    kind: str = "event",
+    timestamp: str | None,
+    observed_at: str,
+) -> dict[str, Any]:
+    """A fresh envelope. ``timestamp`` is source time; without it, observed time is used."""
+    doc: dict[str, Any] = {
+        "@timestamp": timestamp or observed_at,
+        "event": {
+            "id": event_id,
+            "kind": kind,
+            "dataset": dataset,
+            "module": "telltale",
+            "action": action,
+            "created": observed_at,
+        },
+        **host_fields(),
+        "telltale": {
+            "schema_version": SCHEMA_VERSION,
+            "time_source": "source" if timestamp else "observed",
+        },
+    }
+    return doc

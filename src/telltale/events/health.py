@@ -1,0 +1,72 @@
+"""Health events: scan summaries, per-source scanner errors and operational alerts."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from telltale.events.envelope import base_event, path_hash
+
+_SEVERITY = {"informational": 10, "low": 21, "warning": 47, "medium": 47, "high": 73, "critical": 99}
+
+
+def _event_id(*parts: str) -> str:
+    return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=16).hexdigest()
+
+
+def scanner_error(
+    *, scan_id: str, kind: str, client: str, path: str, reason: str, detail: str, observed_at: str
+) -> dict[str, Any]:
+    """One failed source. ``detail`` is content-free by construction (SourceError)."""
+    doc = base_event(
+        event_id=_event_id(scan_id, "scanner_error", kind, path),
+        dataset="telltale.health",
+        action="scanner_error",
+        timestamp=None,
+        observed_at=observed_at,
+    )
+    doc["event"].update({"category": ["host"], "type": ["error"], "outcome": "failure", "severity": 21})
+    doc["log"] = {"level": "error"}
+    doc["error"] = {"code": reason, "message": detail[:512]}
+    doc["telltale"].update(
+        {"scan_id": scan_id, "client": client, "source": {"kind": kind, "path_hash": path_hash(path)}}
+    )
+    doc["message"] = f"source {kind} failed: {reason}"
+    return doc
+
+
+def operational_alert(
+    *, scan_id: str, alert_type: str, severity: str, summary: str, observed_at: str, fields: dict[str, Any]
+) -> dict[str, Any]:
+    doc = base_event(
+        event_id=_event_id(scan_id, "operational_alert", alert_type),
+        dataset="telltale.health",
+        action="operational_alert",
+        kind="alert",
+        timestamp=None,
+        observed_at=observed_at,
+    )
+    doc["event"].update({"category": ["host"], "type": ["info"], "severity": _SEVERITY.get(severity, 47)})
+    doc["log"] = {"level": "warning" if severity in ("warning", "medium", "low") else severity}
+    doc["telltale"].update({"scan_id": scan_id, "alert_type": alert_type, "alert": fields})
+    doc["message"] = summary
+    return doc
+
+
+def scan_summary(*, scan_id: str, summary: dict[str, Any], observed_at: str) -> dict[str, Any]:
+    doc = base_event(
+        event_id=_event_id(scan_id, "scan_summary"),
+        dataset="telltale.health",
+        action="scan_summary",
+        kind="state",
+        timestamp=None,
+        observed_at=observed_at,
+    )
+    doc["event"].update({"category": ["host"], "type": ["info"], "duration": summary.get("duration_ns", 0)})
+    doc["log"] = {"level": "info"}
+    doc["telltale"].update({"scan_id": scan_id, "scan": summary})
+    doc["message"] = (
+        f"scan: {summary.get('sources_scanned', 0)} sources, {summary.get('emitted_count', 0)} events, "
+        f"{summary.get('scanner_error_count', 0)} errors"
+    )
+    return doc

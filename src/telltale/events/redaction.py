@@ -1,0 +1,131 @@
+"""Redaction: the single output boundary where secrets are removed.
+
+Everything that leaves Telltale (event documents, detection evidence) passes through
+:func:`redact`. Nothing upstream redacts, so there is exactly one place to audit.
+
+A secret is replaced by ``[REDACTED:<kind>:<hash>]``. The hash is a keyed BLAKE2b of the
+secret (key from ``TELLTALE_REDACTION_KEY``, else a fixed default), so analysts can tell
+two occurrences of one secret apart from two different secrets without the value being
+recoverable by anyone who lacks the key. Fleets should set their own key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+
+_DEFAULT_KEY = b"telltale-redaction-v1"
+
+
+def _key() -> bytes:
+    env = os.environ.get("TELLTALE_REDACTION_KEY")
+    return env.encode("utf-8") if env else _DEFAULT_KEY
+
+
+_KEY = _key()
+
+
+def value_hash(value: str) -> str:
+    """Short keyed hash of a value (16 hex digits), stable for one redaction key."""
+    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), key=_KEY, digest_size=8).hexdigest()
+
+
+def _marker(kind: str, secret: str) -> str:
+    return f"[REDACTED:{kind}:{value_hash(secret)}]"
+
+
+# Each entry: (kind, pattern, group holding the secret). Order matters: private keys and
+# specific token shapes first, generic assignments last. Patterns avoid nested
+# quantifiers so matching stays linear on hostile input.
+_KEYWORDS = (
+    r"pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key"
+    r"|client[_-]?secret|private[_-]?key|credentials?|session[_-]?key|signing[_-]?key"
+    r"|aws_secret_access_key|aws_session_token"
+)
+_PATTERNS: tuple[tuple[str, str, int], ...] = (
+    (
+        "private_key",
+        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,20000}?"
+        r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)",
+        0,
+    ),
+    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{16,}", 0),
+    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", 0),
+    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})", 0),
+    ("aws_access_key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b", 0),
+    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0),
+    ("slack_webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{10,}", 0),
+    ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}\b", 0),
+    ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", 0),
+    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", 0),
+    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0),
+    ("bearer", r"(?i)\b(?:bearer|basic|token)\s+(?P<{S}>[A-Za-z0-9._~+/=-]{12,})", 1),
+    ("url_credentials", r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/:@\"']{1,256}:(?P<{S}>[^\s@/\"']{1,256})@", 1),
+    (
+        "query_credential",
+        r"(?i)[?&](?:access_token|token|api_key|apikey|key|secret|password|passwd|sig|signature"
+        r"|client_secret|auth|x-amz-signature|x-amz-credential|x-amz-security-token)=(?P<{S}>[^&\s\"'#]{4,})",
+        1,
+    ),
+    (
+        "assignment",
+        r"(?i)(?:\b|_)(?:" + _KEYWORDS + r")[A-Za-z0-9_.-]{0,40}[\"']?\s{0,5}(?::|=|:=|=>)\s{0,5}"
+        r"(?P<{S}>\"[^\"\n]{3,}\"|'[^'\n]{3,}'|[^\s\"',;}{)(\]\[]{3,})",
+        1,
+    ),
+)
+
+
+def _combined() -> re.Pattern[str]:
+    parts = []
+    for index, (_kind, pattern, group) in enumerate(_PATTERNS):
+        body = pattern.replace("{S}", f"s{index}") if group else pattern
+        # Inline flags must lead the whole expression: scope them to the alternative.
+        if body.startswith("(?i)"):
+            body = "(?i:" + body[4:] + ")"
+        parts.append(f"(?P<p{index}>{body})")
+    return re.compile("|".join(parts))
+
+
+# One alternation, one pass: a region is redacted once, by the first shape that matches.
+_COMBINED = _combined()
+_KINDS = tuple((kind, group) for kind, _pattern, group in _PATTERNS)
+
+# Cheap literal prefilter: if none of these occur (case-insensitively), no pattern can match.
+_TRIGGERS = re.compile(
+    r"(?i)private key|sk-|gh[pousr]_|github_pat_|AKIA|ASIA|AGPA|AIDA|AROA|ANPA|xox|hooks\.slack|AIza"
+    r"|_live_|_test_|npm_|eyJ|bearer|basic|token|://|[?&]|pass|pwd|secret|key|credential|auth"
+)
+
+
+def _repl(match: re.Match[str]) -> str:
+    name = match.lastgroup or ""
+    index = int(name[1:])
+    kind, group = _KINDS[index]
+    if not group:
+        return _marker(kind, match.group(0))
+    secret_name = f"s{index}"
+    secret = match.group(secret_name)
+    base = match.start(0)
+    start, end = match.span(secret_name)
+    whole = match.group(0)
+    marker = _marker(kind, secret)
+    if len(secret) >= 2 and secret[0] in "\"'" and secret[-1] == secret[0]:
+        # Keep the quotes so redacted JSON/YAML stays well-formed.
+        marker = secret[0] + _marker(kind, secret[1:-1]) + secret[0]
+    return whole[: start - base] + marker + whole[end - base :]
+
+
+def redact(value: str) -> str:
+    """Return ``value`` with every recognised secret replaced by a marker."""
+    if not value or _TRIGGERS.search(value) is None:
+        return value
+    return _COMBINED.sub(_repl, value)
+
+
+def bounded(value: str, limit: int) -> tuple[str, bool]:
+    """Cut ``value`` to at most ``limit`` characters; say whether it was cut."""
+    if len(value) <= limit:
+        return value, False
+    return value[:limit], True

@@ -1,0 +1,508 @@
+"""One scan: discover → acquire → detect → emit → commit.
+
+Events of every source are staged per source and gathered into write windows that
+span sources (one fsync and one state commit per window, not per file). A source that
+fails drops only its own uncommitted events; a long source is committed in windows as
+its adapter yields resumable batches. Cursors advance only after the window's events
+are durable in the JSONL output (see :mod:`telltale.state`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import msgspec
+
+from telltale.errors import SourceError, UsageError
+from telltale.events.activity import activity_event
+from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now
+from telltale.events.health import operational_alert, scan_summary, scanner_error
+from telltale.model import Observation, Quarantine
+from telltale.sinks.jsonl import JsonlSink
+from telltale.sources.base import AcquireContext, HistoryMode
+from telltale.sources.registry import adapter_for
+from telltale.sources.spec import Source
+from telltale.state import CursorUpdate, PendingWindow, StateStore, source_key
+
+#: Bytes of encoded events gathered before a window is written and committed.
+WINDOW_BYTES = 8 << 20
+#: Sources committed per window at most (bounds a crash's re-read work).
+WINDOW_SOURCES = 2_000
+
+_encoder = msgspec.json.Encoder()
+
+
+class SessionWindowLike(Protocol):
+    def encode(self) -> bytes: ...
+
+
+class Detector(Protocol):
+    """What the pipeline needs from the detection engine."""
+
+    rule_count: int
+
+    def evaluate(self, observations: Sequence[Observation], windows: MutableMapping[str, Any]) -> list[Any]: ...
+
+    def decode_window(self, data: bytes) -> Any: ...
+
+    def detection_document(self, detection: Any, base: dict[str, Any]) -> dict[str, Any]: ...
+
+
+@dataclass
+class ScanOptions:
+    log_path: str
+    state_path: str
+    content: str = ContentMode.REDACTED
+    dry_run: bool = False
+    backfill: bool = False
+    history_all: bool = False
+    allow_fixtures: bool = False
+    max_sources: int | None = None
+    targeted: bool = False  # a watch-triggered scan of some sources, not a full scan
+    scanner_error_threshold: int = 10
+    scan_duration_threshold_seconds: float = 300.0
+    log_rotate_max_size: int = 100 * 1024 * 1024
+    log_rotate_keep: int = 5
+
+
+@dataclass
+class SourceReport:
+    kind: str
+    client: str
+    path: str
+    status: str = "ok"  # ok | partial | empty | error | unchanged
+    records_read: int = 0
+    other_records: int = 0
+    observations: int = 0
+    detections: int = 0
+    quarantined: int = 0
+    bytes_read: int = 0
+    error: str | None = None
+    quarantine_reasons: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "client": self.client,
+            "path_hash": path_hash(self.path),
+            "status": self.status,
+            "records_read": self.records_read,
+            "other_records": self.other_records,
+            "observations": self.observations,
+            "detections": self.detections,
+            "quarantined": self.quarantined,
+            "bytes_read": self.bytes_read,
+        }
+        if self.error:
+            out["error"] = self.error
+        if self.quarantine_reasons:
+            out["quarantine_reasons"] = dict(sorted(self.quarantine_reasons.items()))
+        return out
+
+
+@dataclass
+class ScanResult:
+    scan_id: str
+    sources: list[SourceReport]
+    emitted_count: int
+    quarantined_count: int
+    scanner_error_count: int
+    detection_count: int
+    duration_s: float
+    discovery_errors: list[dict[str, str]]
+    recovered: str | None = None
+    dry_run: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "scan_id": self.scan_id,
+            "dry_run": self.dry_run,
+            "sources_scanned": sum(1 for s in self.sources if s.status != "unchanged"),
+            "sources_unchanged": sum(1 for s in self.sources if s.status == "unchanged"),
+            "emitted_count": self.emitted_count,
+            "quarantined_count": self.quarantined_count,
+            "scanner_error_count": self.scanner_error_count,
+            "detection_count": self.detection_count,
+            "duration_s": round(self.duration_s, 6),
+            "discovery_errors": self.discovery_errors,
+            "recovered_window": self.recovered,
+            "sources": [s.as_dict() for s in self.sources if s.status != "unchanged"],
+        }
+
+
+def stat_fingerprint(source: Source) -> str | None:
+    """Cheap change check: identity, size and mtime of the store (and its WAL)."""
+    try:
+        st = os.stat(source.path, follow_symlinks=False)
+    except OSError:
+        return None
+    parts = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    if source.kind.endswith(".sqlite") or source.path.endswith((".db", ".sqlite")):
+        try:
+            wal = os.stat(source.path + "-wal", follow_symlinks=False)
+            parts += [wal.st_ino, wal.st_size, wal.st_mtime_ns]
+        except OSError:
+            parts.append(-1)
+    return ":".join(str(p) for p in parts)
+
+
+class _Window:
+    """Events and cursor updates waiting for one durable write."""
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+        self.size = 0
+        self.cursors: dict[str, CursorUpdate] = {}
+        self.fingerprints: dict[str, str] = {}
+        self.windows: dict[str, bytes] = {}
+        self.sources = 0
+
+    def add(self, lines: list[bytes]) -> None:
+        self.lines.extend(lines)
+        self.size += sum(len(line) + 1 for line in lines)
+
+    def empty(self) -> bool:
+        return not self.lines and not self.cursors and not self.windows
+
+
+class Scanner:
+    """Runs scans over a list of discovered sources with one state store and one log."""
+
+    def __init__(
+        self,
+        options: ScanOptions,
+        *,
+        detector: Detector | None = None,
+        progress: Callable[[str, int], None] | None = None,
+        extra_events: Callable[[StateStore | None, str], list[dict[str, Any]]] | None = None,
+    ) -> None:
+        self.options = options
+        self.detector = detector
+        self.progress = progress
+        self.extra_events = extra_events
+        self.state: StateStore | None = None
+        self.sink: JsonlSink | None = None
+        if not options.dry_run:
+            self.state = StateStore(options.state_path)
+            self.sink = JsonlSink(
+                options.log_path, max_size=options.log_rotate_max_size, keep=options.log_rotate_keep
+            )
+        elif os.path.exists(options.state_path):
+            self.state = _read_only_state(options.state_path)
+
+    def close(self) -> None:
+        if self.state is not None:
+            self.state.close()
+
+    # -- public --------------------------------------------------------------------
+    def scan(
+        self, sources: Sequence[Source], *, discovery_errors: Sequence[dict[str, str]] = ()
+    ) -> ScanResult:
+        opts = self.options
+        started = time.monotonic()
+        scan_id = uuid.uuid4().hex
+        recovered = None
+        if self.state is not None and not opts.dry_run:
+            recovered = self.state.recover()
+        selected = list(sources)
+        if opts.max_sources is not None:
+            selected = selected[: opts.max_sources]
+        use_cursors = not (opts.backfill or opts.history_all)
+        history = HistoryMode.ALL if opts.history_all else (
+            HistoryMode.BACKFILL if opts.backfill else HistoryMode.INCREMENTAL
+        )
+        ctx = AcquireContext(history=history, dry_run=opts.dry_run, now=time.time())
+        fingerprints = self._fingerprints() if use_cursors else {}
+        reports: list[SourceReport] = []
+        window = _Window()
+        emitted = 0
+        detections_total = 0
+        errors: list[dict[str, Any]] = []
+        for source in selected:
+            report = SourceReport(kind=source.kind, client=source.client, path=source.path)
+            reports.append(report)
+            key = source_key(source.kind, source.path)
+            fp = stat_fingerprint(source)
+            if use_cursors and fp is not None and fingerprints.get(key) == fp:
+                report.status = "unchanged"
+                continue
+            cursor = self.state.cursor(source.kind, source.path) if (self.state and use_cursors) else None
+            staged: list[bytes] = []
+            staged_cursor: bytes | None = None
+            staged_windows: dict[str, Any] = {}
+            try:
+                adapter = adapter_for(source.kind)
+                for batch in adapter.acquire(source, cursor, ctx):
+                    report.records_read += batch.records_read
+                    report.other_records += batch.other_records
+                    report.bytes_read += batch.bytes_read
+                    report.observations += len(batch.observations)
+                    if batch.partial:
+                        report.status = "partial"
+                    self._quarantine(report, batch.quarantined)
+                    staged.extend(self._encode_observations(batch.observations))
+                    if self.detector is not None and batch.observations:
+                        docs = self._detect(batch.observations, staged_windows)
+                        report.detections += len(docs)
+                        staged.extend(docs)
+                    if batch.cursor is not None:
+                        staged_cursor = batch.cursor
+                    if self.progress is not None:
+                        self.progress("bytes", batch.bytes_read)
+                    if sum(len(x) for x in staged) >= WINDOW_BYTES and not opts.dry_run:
+                        # A long source: commit what it has so far at this resumable point.
+                        self._stage_into(window, source, key, staged, staged_cursor, None,
+                                         staged_windows, use_cursors)
+                        emitted += self._flush(window)
+                        window = _Window()
+                        staged, staged_windows = [], {}
+            except SourceError as exc:
+                report.status = "error"
+                report.error = exc.reason
+                errors.append({"source": source, "reason": exc.reason, "detail": exc.detail})
+                staged, staged_windows = [], {}
+            except Exception as exc:  # an adapter bug must not stop the other sources
+                report.status = "error"
+                report.error = "internal_error"
+                detail = f"{type(exc).__name__} in adapter"
+                errors.append({"source": source, "reason": "internal_error", "detail": detail})
+                if os.environ.get("TELLTALE_DEBUG"):
+                    traceback.print_exc(file=sys.stderr)
+                staged, staged_windows = [], {}
+            else:
+                if report.status == "ok":
+                    if report.quarantined:
+                        report.status = "partial"
+                    elif report.observations == 0 and report.records_read == 0:
+                        report.status = "empty"
+                self._stage_into(window, source, key, staged, staged_cursor, fp, staged_windows, use_cursors)
+                detections_total += report.detections
+                if not opts.dry_run and (window.size >= WINDOW_BYTES or window.sources >= WINDOW_SOURCES):
+                    emitted += self._flush(window)
+                    window = _Window()
+            if self.progress is not None:
+                self.progress("source", 1)
+
+        duration = time.monotonic() - started
+        observed = utc_now()
+        health: list[dict[str, Any]] = []
+        for err in errors:
+            src: Source = err["source"]
+            health.append(
+                scanner_error(
+                    scan_id=scan_id, kind=src.kind, client=src.client, path=src.path,
+                    reason=err["reason"], detail=err["detail"], observed_at=observed,
+                )
+            )
+        health.extend(self._alerts(scan_id, reports, errors, duration, observed))
+        if self.extra_events is not None and not opts.dry_run:
+            health.extend(self.extra_events(self.state, observed))
+        quarantined = sum(r.quarantined for r in reports)
+        result = ScanResult(
+            scan_id=scan_id,
+            sources=reports,
+            emitted_count=0,
+            quarantined_count=quarantined,
+            scanner_error_count=len(errors),
+            detection_count=detections_total,
+            duration_s=duration,
+            discovery_errors=list(discovery_errors),
+            recovered=recovered,
+            dry_run=opts.dry_run,
+        )
+        if not opts.dry_run:
+            # Everything still in the window, the health events and the summary itself.
+            result.emitted_count = emitted + len(window.lines) + len(health) + 1
+            summary = result.as_dict()
+            summary["duration_ns"] = int(duration * 1e9)
+            health.append(scan_summary(scan_id=scan_id, summary=_summary_for_event(summary), observed_at=observed))
+            window.add([_encoder.encode(doc) for doc in health])
+            self._flush(window)
+        else:
+            result.emitted_count = 0
+        return result
+
+    # -- helpers -------------------------------------------------------------------
+    def _fingerprints(self) -> dict[str, str]:
+        if self.state is None:
+            return {}
+        raw = self.state.meta("fingerprints")
+        if not raw:
+            return {}
+        try:
+            return msgspec.msgpack.decode(raw, type=dict[str, str])
+        except msgspec.DecodeError:
+            return {}
+
+    def _quarantine(self, report: SourceReport, items: Iterable[Quarantine]) -> None:
+        for item in items:
+            report.quarantined += 1
+            report.quarantine_reasons[item.reason] = report.quarantine_reasons.get(item.reason, 0) + 1
+
+    def _encode_observations(self, observations: Sequence[Observation]) -> list[bytes]:
+        if self.options.dry_run:
+            return []
+        observed = utc_now()
+        content = self.options.content
+        return [_encoder.encode(activity_event(o, content=content, observed_at=observed)) for o in observations]
+
+    def _detect(self, observations: Sequence[Observation], staged_windows: dict[str, Any]) -> list[bytes]:
+        assert self.detector is not None
+        keys = {f"{o.client}:{o.session_id}" for o in observations if o.session_id}
+        missing = [k for k in keys if k not in staged_windows]
+        if missing and self.state is not None and not (self.options.backfill or self.options.history_all):
+            for k, data in self.state.detect_windows(missing).items():
+                try:
+                    staged_windows[k] = self.detector.decode_window(data)
+                except Exception:  # a corrupt window only loses sequence memory
+                    continue
+        detections = self.detector.evaluate(observations, staged_windows)
+        if self.options.dry_run:
+            return []
+        observed = utc_now()
+        out: list[bytes] = []
+        for det in detections:
+            base = base_event(
+                event_id=det.detection_id,
+                dataset="telltale.detection",
+                action="detection",
+                kind="alert",
+                timestamp=det.occurred_at,
+                observed_at=observed,
+            )
+            out.append(_encoder.encode(self.detector.detection_document(det, base)))
+        return out
+
+    def _stage_into(
+        self,
+        window: _Window,
+        source: Source,
+        key: str,
+        staged: list[bytes],
+        cursor: bytes | None,
+        fingerprint: str | None,
+        staged_windows: dict[str, Any],
+        use_cursors: bool,
+    ) -> None:
+        window.add(staged)
+        window.sources += 1
+        if use_cursors:
+            if cursor is not None:
+                window.cursors[key] = CursorUpdate(key, source.kind, source.path, cursor)
+            if fingerprint is not None:
+                window.fingerprints[key] = fingerprint
+            for k, w in staged_windows.items():
+                window.windows[k] = w.encode()
+
+    def _flush(self, window: _Window) -> int:
+        """Write a window durably and commit its cursors. Returns events written."""
+        if self.options.dry_run or self.state is None or self.sink is None or window.empty():
+            return 0
+        payload_size = window.size
+        self.sink.rotate_if_needed(payload_size)
+        device, inode, size = self.sink.identity()
+        pending = PendingWindow(
+            log_path=self.sink.path,
+            log_device=device,
+            log_inode=inode,
+            start_size=size,
+            end_size=size + (payload_size if window.lines else 0),
+            cursors=list(window.cursors.values()),
+            windows=window.windows,
+        )
+        self.state.begin_window(pending)
+        self.sink.write(window.lines)
+        fingerprints = window.fingerprints
+
+        def save_fingerprints(conn: Any) -> None:
+            if not fingerprints:
+                return
+            current = self._fingerprints()
+            current.update(fingerprints)
+            assert self.state is not None
+            self.state.set_meta(conn, "fingerprints", msgspec.msgpack.encode(current))
+
+        self.state.commit_window(pending, save_fingerprints)
+        return len(window.lines)
+
+    def _alerts(
+        self,
+        scan_id: str,
+        reports: Sequence[SourceReport],
+        errors: Sequence[dict[str, Any]],
+        duration: float,
+        observed: str,
+    ) -> list[dict[str, Any]]:
+        opts = self.options
+        alerts: list[dict[str, Any]] = []
+        claude = [r for r in reports if r.client == "claude" and r.status != "unchanged"]
+        if not opts.targeted and claude and all(r.status == "error" for r in claude):
+            alerts.append(
+                operational_alert(
+                    scan_id=scan_id,
+                    alert_type="source_parse_outage",
+                    severity="warning",
+                    summary=f"every selected Claude Code source failed ({len(claude)})",
+                    observed_at=observed,
+                    fields={"client": "claude", "failed_sources": len(claude)},
+                )
+            )
+        if len(errors) >= opts.scanner_error_threshold > 0:
+            alerts.append(
+                operational_alert(
+                    scan_id=scan_id,
+                    alert_type="scanner_error_threshold_exceeded",
+                    severity="warning",
+                    summary=f"{len(errors)} sources failed in one scan",
+                    observed_at=observed,
+                    fields={"scanner_error_count": len(errors), "threshold": opts.scanner_error_threshold},
+                )
+            )
+        if opts.scan_duration_threshold_seconds > 0 and duration > opts.scan_duration_threshold_seconds:
+            alerts.append(
+                operational_alert(
+                    scan_id=scan_id,
+                    alert_type="scan_duration_threshold_exceeded",
+                    severity="warning",
+                    summary=f"scan took {duration:.1f}s",
+                    observed_at=observed,
+                    fields={"duration_s": round(duration, 3), "threshold_s": opts.scan_duration_threshold_seconds},
+                )
+            )
+        return alerts
+
+
+def _summary_for_event(summary: dict[str, Any]) -> dict[str, Any]:
+    """The scan summary as carried in the health event (per-source list bounded)."""
+    out = dict(summary)
+    sources = out.pop("sources", [])
+    out["sources"] = sources[:200]
+    out["sources_truncated"] = len(sources) > 200
+    return out
+
+
+def _read_only_state(path: str) -> StateStore:
+    store = StateStore.__new__(StateStore)
+    store.path = path
+    import sqlite3
+
+    store.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    return store
+
+
+def refuse_paths_inside_stores(paths: dict[str, str], sources: Sequence[Source], roots: Iterable[str]) -> None:
+    """State and output files must never sit inside a scanned store (or be one)."""
+    dirs = {os.path.abspath(r) for r in roots}
+    dirs.update(os.path.dirname(os.path.abspath(s.path)) for s in sources)
+    for label, path in paths.items():
+        target = os.path.abspath(path)
+        for d in dirs:
+            if target == d or target.startswith(d.rstrip(os.sep) + os.sep):
+                raise UsageError(f"{label} {path} is inside a scanned session store ({d}); choose a path outside it")

@@ -1,0 +1,240 @@
+"""Durable scan state: one SQLite file holding cursors and what suppresses re-emission.
+
+Exactly-once into the local JSONL output is kept with a write-ahead intent:
+
+1. ``begin_window`` records the intended cursors and the JSONL file's size before the
+   write (committed, fsynced by SQLite);
+2. the sink appends and fsyncs the events;
+3. ``commit_window`` installs the cursors and clears the intent in one transaction.
+
+A scan killed between 1 and 3 leaves the intent behind. ``recover`` then looks at the
+JSONL file: if the whole write is there, the cursors are installed (the events are
+already durable); otherwise the file is cut back to its size before the write and the
+cursors stay. Either way no event is lost or written twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import msgspec
+
+from telltale.errors import OutputError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS cursors (
+    source_key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    path TEXT NOT NULL,
+    cursor BLOB NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pending_window (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    log_path TEXT NOT NULL,
+    log_device INTEGER NOT NULL,
+    log_inode INTEGER NOT NULL,
+    start_size INTEGER NOT NULL,
+    end_size INTEGER NOT NULL,
+    cursors BLOB NOT NULL,
+    windows BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS detect_windows (
+    session_key TEXT PRIMARY KEY,
+    window BLOB NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
+"""
+
+
+class CursorUpdate(msgspec.Struct, frozen=True):
+    source_key: str
+    kind: str
+    path: str
+    cursor: bytes
+
+
+class PendingWindow(msgspec.Struct, frozen=True):
+    log_path: str
+    log_device: int
+    log_inode: int
+    start_size: int
+    end_size: int
+    cursors: list[CursorUpdate]
+    windows: dict[str, bytes]
+
+
+_cursor_list = msgspec.msgpack.Decoder(list[CursorUpdate])
+_window_map = msgspec.msgpack.Decoder(dict[str, bytes])
+_pack = msgspec.msgpack.Encoder()
+
+
+def source_key(kind: str, path: str) -> str:
+    return f"{kind}\x1f{path}"
+
+
+class StateStore:
+    """The scanner's state database. Not shared with any agent store."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+        if not os.path.exists(path):
+            # Create with 0600 before SQLite opens it, so it is never world-readable.
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
+            os.close(fd)
+        try:
+            self.conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=FULL")
+            self.conn.execute("PRAGMA busy_timeout=30000")
+            self.conn.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise OutputError(f"cannot open state database: {exc}") from exc
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o600)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    # -- cursors -------------------------------------------------------------------
+    def cursor(self, kind: str, path: str) -> bytes | None:
+        row = self.conn.execute(
+            "SELECT cursor FROM cursors WHERE source_key = ?", (source_key(kind, path),)
+        ).fetchone()
+        return bytes(row[0]) if row else None
+
+    def cursor_count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM cursors").fetchone()[0])
+
+    def _install(self, conn: sqlite3.Connection, cursors: Iterable[CursorUpdate], windows: dict[str, bytes]) -> None:
+        now = time.time()
+        conn.executemany(
+            "INSERT INTO cursors(source_key, kind, path, cursor, updated_at) VALUES (?,?,?,?,?) "
+            "ON CONFLICT(source_key) DO UPDATE SET cursor=excluded.cursor, updated_at=excluded.updated_at",
+            [(c.source_key, c.kind, c.path, c.cursor, now) for c in cursors],
+        )
+        conn.executemany(
+            "INSERT INTO detect_windows(session_key, window, updated_at) VALUES (?,?,?) "
+            "ON CONFLICT(session_key) DO UPDATE SET window=excluded.window, updated_at=excluded.updated_at",
+            [(k, v, now) for k, v in windows.items()],
+        )
+
+    # -- detection windows ---------------------------------------------------------
+    def detect_windows(self, keys: Iterable[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for key in keys:
+            row = self.conn.execute("SELECT window FROM detect_windows WHERE session_key = ?", (key,)).fetchone()
+            if row:
+                out[key] = bytes(row[0])
+        return out
+
+    # -- meta ----------------------------------------------------------------------
+    def meta(self, key: str) -> bytes | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return bytes(row[0]) if row else None
+
+    def set_meta(self, conn: sqlite3.Connection, key: str, value: bytes) -> None:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (key, value),
+        )
+
+    # -- write-ahead windows -------------------------------------------------------
+    def begin_window(self, pending: PendingWindow) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO pending_window(id, log_path, log_device, log_inode, start_size, end_size,"
+                " cursors, windows) VALUES (1,?,?,?,?,?,?,?)",
+                (
+                    pending.log_path,
+                    pending.log_device,
+                    pending.log_inode,
+                    pending.start_size,
+                    pending.end_size,
+                    _pack.encode(pending.cursors),
+                    _pack.encode(pending.windows),
+                ),
+            )
+
+    def commit_window(self, pending: PendingWindow, extra: Any = None) -> None:
+        """Install the window's cursors and clear the intent; ``extra(conn)`` joins the transaction."""
+        with self.transaction() as conn:
+            self._install(conn, pending.cursors, pending.windows)
+            conn.execute("DELETE FROM pending_window WHERE id = 1")
+            if extra is not None:
+                extra(conn)
+
+    def abandon_window(self) -> None:
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM pending_window WHERE id = 1")
+
+    def pending(self) -> PendingWindow | None:
+        row = self.conn.execute(
+            "SELECT log_path, log_device, log_inode, start_size, end_size, cursors, windows "
+            "FROM pending_window WHERE id = 1"
+        ).fetchone()
+        if row is None:
+            return None
+        return PendingWindow(
+            log_path=row[0],
+            log_device=row[1],
+            log_inode=row[2],
+            start_size=row[3],
+            end_size=row[4],
+            cursors=_cursor_list.decode(row[5]),
+            windows=_window_map.decode(row[6]),
+        )
+
+    def recover(self, extra_for: Any = None) -> str | None:
+        """Finish or undo a window a killed scan left behind. Returns what was done.
+
+        ``extra_for(pending, data)`` may return a callable joining the commit transaction
+        (used to enqueue the recovered events for remote sinks).
+        """
+        pending = self.pending()
+        if pending is None:
+            return None
+        try:
+            st = os.stat(pending.log_path)
+        except FileNotFoundError:
+            self.abandon_window()
+            return "abandoned"
+        same_file = (st.st_dev, st.st_ino) == (pending.log_device, pending.log_inode)
+        if same_file and st.st_size >= pending.end_size:
+            data = b""
+            if extra_for is not None:
+                with open(pending.log_path, "rb") as fh:
+                    fh.seek(pending.start_size)
+                    data = fh.read(pending.end_size - pending.start_size)
+            self.commit_window(pending, extra_for(pending, data) if extra_for is not None else None)
+            return "committed"
+        if same_file and st.st_size > pending.start_size:
+            # A torn write: cut the file back to where the window began.
+            with open(pending.log_path, "r+b") as fh:
+                fh.truncate(pending.start_size)
+                fh.flush()
+                os.fsync(fh.fileno())
+        self.abandon_window()
+        return "rolled_back"
