@@ -1,0 +1,149 @@
+"""Options shared by ``scan`` and ``watch``, and the wiring from options to a Scanner."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import platformdirs
+
+from telltale.discovery import DiscoveryOptions, DiscoveryResult, discover
+from telltale.errors import UsageError
+from telltale.events.envelope import ContentMode
+from telltale.pipeline import Detector, ScanOptions, Scanner, refuse_paths_inside_stores
+
+
+def default_state_dir() -> str:
+    return platformdirs.user_state_dir("telltale", appauthor=False)
+
+
+def default_log_path() -> str:
+    return os.environ.get("TELLTALE_LOG_PATH") or os.path.join(default_state_dir(), "telltale-events.jsonl")
+
+
+def default_state_path() -> str:
+    return os.environ.get("TELLTALE_STATE_PATH") or os.path.join(default_state_dir(), "state.sqlite")
+
+
+def _size(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    value = text.strip().lower().removesuffix("b")
+    try:
+        if value and value[-1] in units:
+            return int(float(value[:-1]) * units[value[-1]])
+        return int(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 100M)") from exc
+
+
+def add_discovery_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--root",
+        default=".",
+        help="'.' (default) resolves stores from this host's environment; a directory is treated as a home "
+        "directory or a fixture tree",
+    )
+    parser.add_argument(
+        "--client", action="append", metavar="ID", help="only these clients or source kinds (repeatable)"
+    )
+    parser.add_argument(
+        "--project-config",
+        action="append",
+        metavar="FILE",
+        help="YAML project roots (repeatable; default: $TELLTALE_PROJECT_CONFIG, else ~/github and ~/projects)",
+    )
+
+
+def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
+    add_discovery_arguments(parser)
+    parser.add_argument("--log-path", help="JSONL event log (default: $TELLTALE_LOG_PATH or the user state dir)")
+    parser.add_argument("--state-path", help="state database (default: $TELLTALE_STATE_PATH or the user state dir)")
+    parser.add_argument(
+        "--content",
+        choices=ContentMode.ALL,
+        default=ContentMode.REDACTED,
+        help="text carried by activity events: none (ids, sizes, hashes), redacted (default), full (bounded, "
+        "still redacted)",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="read and summarise; write nothing")
+    parser.add_argument(
+        "--allow-fixtures", action="store_true", help="allow an emitting scan of a checked-in fixture tree"
+    )
+    parser.add_argument("--log-rotate-max-size", type=_size, default=100 << 20, metavar="SIZE")
+    parser.add_argument("--log-rotate-keep", type=int, default=5, metavar="N")
+    parser.add_argument("--rules", action="append", metavar="FILE", help="extra rule file (repeatable, additive)")
+    parser.add_argument("--no-default-rules", action="store_true", help="do not load the default rule pack")
+    parser.add_argument("--allowlist", action="append", metavar="FILE", help="allowlist file (repeatable)")
+    parser.add_argument("--no-detect", action="store_true", help="emit activity only; run no rules")
+    parser.add_argument("--json", action="store_true", help="print the scan summary as JSON")
+
+
+def discovery_options(args: argparse.Namespace) -> DiscoveryOptions:
+    return DiscoveryOptions(
+        root=args.root,
+        clients=tuple(args.client or ()),
+        project_configs=tuple(args.project_config or ()),
+    )
+
+
+def load_detector(args: argparse.Namespace) -> Detector | None:
+    if getattr(args, "no_detect", False):
+        return None
+    from telltale.detect.bridge import load_detector as _load
+
+    return _load(
+        rule_files=tuple(args.rules or ()),
+        include_default=not args.no_default_rules,
+        allowlist_files=tuple(args.allowlist or ()),
+    )
+
+
+def scan_options(args: argparse.Namespace, **extra: Any) -> ScanOptions:
+    return ScanOptions(
+        log_path=os.path.abspath(os.path.expanduser(args.log_path or default_log_path())),
+        state_path=os.path.abspath(os.path.expanduser(args.state_path or default_state_path())),
+        content=args.content,
+        dry_run=args.dry_run,
+        allow_fixtures=args.allow_fixtures,
+        log_rotate_max_size=args.log_rotate_max_size,
+        log_rotate_keep=args.log_rotate_keep,
+        **extra,
+    )
+
+
+def checked_discovery(args: argparse.Namespace, options: ScanOptions) -> DiscoveryResult:
+    """Discover, then apply the emitting-scan fixture guard and the path-placement rule."""
+    result = discover(discovery_options(args))
+    if result.fixture_tree and not options.dry_run and not options.allow_fixtures:
+        raise UsageError(
+            f"{args.root} is a checked-in fixture tree; an emitting scan of it needs --allow-fixtures "
+            "(or use --dry-run)"
+        )
+    if not options.dry_run:
+        refuse_paths_inside_stores(
+            {"--state-path": options.state_path, "--log-path": options.log_path},
+            result.sources,
+            [r.path for r in result.store_roots],
+        )
+    return result
+
+
+def make_scanner(
+    options: ScanOptions,
+    detector: Detector | None,
+    *,
+    progress: Callable[[str, int], None] | None = None,
+    extra_events: Any = None,
+) -> Scanner:
+    return Scanner(options, detector=detector, progress=progress, extra_events=extra_events)
+
+
+def is_tty(stream: Any = None) -> bool:
+    stream = stream or sys.stdout
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,195 @@
+"""``telltale scan``: one scan (``--once``) or periodic scans (``--interval-seconds``)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Any
+
+import msgspec
+
+from telltale.cli.common import (
+    add_scan_arguments,
+    checked_discovery,
+    is_tty,
+    load_detector,
+    make_scanner,
+    scan_options,
+)
+from telltale.errors import UsageError
+from telltale.pipeline import ScanResult
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "scan",
+        help="scan session stores and emit events",
+        description="Discover agent session stores, read what is new since the last scan, run detection rules "
+        "and append redacted events to the JSONL log. Re-running emits nothing twice.",
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--once", action="store_true", help="run one scan and exit (default)")
+    mode.add_argument("--interval-seconds", type=float, metavar="N", help="scan every N seconds")
+    parser.add_argument("--iterations", type=int, metavar="N", help="with --interval-seconds: stop after N scans")
+    parser.add_argument("--max-sources", type=int, metavar="N", help="scan at most N sources (in sorted order)")
+    parser.add_argument(
+        "--backfill", action="store_true", help="re-emit everything from the start without touching cursors"
+    )
+    parser.add_argument(
+        "--history",
+        choices=("incremental", "all"),
+        default="incremental",
+        help="'all' reads every source from its earliest record and never reads or writes scan state",
+    )
+    parser.add_argument("--scanner-error-threshold", type=int, default=10, metavar="N")
+    parser.add_argument("--scan-duration-threshold-seconds", type=float, default=300.0, metavar="S")
+    add_scan_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+class _Stop:
+    """SIGINT/SIGTERM ask the loop to stop after the current scan's write."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: self.event.set())
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.iterations is not None and args.interval_seconds is None:
+        raise UsageError("--iterations needs --interval-seconds")
+    if args.interval_seconds is not None and args.interval_seconds <= 0:
+        raise UsageError("--interval-seconds must be positive")
+    if args.max_sources is not None and args.max_sources < 0:
+        raise UsageError("--max-sources must not be negative")
+    history_all = args.history == "all"
+    options = scan_options(
+        args,
+        backfill=args.backfill,
+        history_all=history_all,
+        max_sources=args.max_sources,
+        scanner_error_threshold=args.scanner_error_threshold,
+        scan_duration_threshold_seconds=args.scan_duration_threshold_seconds,
+    )
+    detector = load_detector(args)
+    stop = _Stop()
+    if args.interval_seconds is not None:
+        stop.install()
+    iteration = 0
+    while True:
+        iteration += 1
+        code = _one_scan(args, options, detector)
+        if code != 0 or args.interval_seconds is None:
+            return code
+        if args.iterations is not None and iteration >= args.iterations:
+            return 0
+        if stop.event.wait(args.interval_seconds):
+            return 0
+
+
+def _one_scan(args: argparse.Namespace, options: Any, detector: Any) -> int:
+    discovery = checked_discovery(args, options)
+    for issue in discovery.errors:
+        print(f"telltale: discovery: {issue.reason}: {issue.path}", file=sys.stderr)
+    if not discovery.sources:
+        print(
+            f"telltale: no agent session stores found (root {args.root!r}); nothing to scan. "
+            "Run `telltale sources` to see where Telltale looks.",
+            file=sys.stderr,
+        )
+    errors = [{"reason": i.reason, "path_hash": _hash(i.path)} for i in discovery.errors]
+    show_progress = not args.json and is_tty(sys.stderr) and bool(discovery.sources)
+    extra = _inventory_hook(args)
+    if show_progress:
+        result = _scan_with_progress(options, detector, discovery.sources, errors, extra)
+    else:
+        scanner = make_scanner(options, detector, extra_events=extra)
+        try:
+            result = scanner.scan(discovery.sources, discovery_errors=errors)
+        finally:
+            scanner.close()
+    _print_summary(result, as_json=args.json or not is_tty(sys.stdout))
+    return 0
+
+
+def _inventory_hook(args: argparse.Namespace) -> Any:
+    try:
+        from telltale.inventory.scan_hook import inventory_hook
+    except ImportError:
+        return None
+    hook: Any = inventory_hook(args)
+    return hook
+
+
+def _hash(path: str) -> str:
+    from telltale.events.envelope import path_hash
+
+    return path_hash(path)
+
+
+def _scan_with_progress(options: Any, detector: Any, sources: Any, errors: Any, extra: Any) -> ScanResult:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+    total_bytes = 0
+    for src in sources:
+        try:
+            import os
+
+            total_bytes += os.stat(src.path).st_size
+        except OSError:
+            continue
+    with Progress(
+        TextColumn("[bold]scan"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} sources"),
+        DownloadColumn(),
+        TimeElapsedColumn(),
+        transient=True,
+    ) as progress:
+        src_task = progress.add_task("sources", total=len(sources))
+        byte_task = progress.add_task("bytes", total=total_bytes, visible=False)
+
+        def tick(kind: str, amount: int) -> None:
+            progress.advance(src_task if kind == "source" else byte_task, amount)
+
+        scanner = make_scanner(options, detector, progress=tick, extra_events=extra)
+        try:
+            return scanner.scan(sources, discovery_errors=errors)
+        finally:
+            scanner.close()
+
+
+def _print_summary(result: ScanResult, *, as_json: bool) -> None:
+    summary = result.as_dict()
+    if as_json:
+        sys.stdout.write(msgspec.json.encode(summary).decode() + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title="telltale scan" + (" (dry run)" if result.dry_run else ""))
+    for col in ("kind", "status", "records", "observations", "detections", "quarantined", "bytes"):
+        table.add_column(col, justify="right" if col not in ("kind", "status") else "left")
+    for src in summary["sources"]:
+        status = src["status"] + (f" ({src['error']})" if src.get("error") else "")
+        table.add_row(
+            src["kind"],
+            status,
+            str(src["records_read"]),
+            str(src["observations"]),
+            str(src["detections"]),
+            str(src["quarantined"]),
+            str(src["bytes_read"]),
+        )
+    console.print(table)
+    console.print(
+        f"emitted {summary['emitted_count']} events, {summary['detection_count']} detections, "
+        f"{summary['quarantined_count']} quarantined, {summary['scanner_error_count']} source errors, "
+        f"{summary['sources_unchanged']} unchanged sources, {summary['duration_s']:.2f}s"
+    )

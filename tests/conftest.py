@@ -1,0 +1,30 @@
+"""Shared test helpers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+@pytest.fixture
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fake HOME with no agent stores and XDG dirs inside the temp dir."""
+    home = tmp_path / "home"
+    home.mkdir()
+    for var in ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "OPENCODE_DB", "XDG_DATA_HOME", "TELLTALE_PROJECT_CONFIG",
+                "COPILOT_HOME", "TELLTALE_LOG_PATH", "TELLTALE_STATE_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return home
+
+
+def corpus_dir() -> Path | None:
+    value = os.environ.get("TELLTALE_CORPUS")
+    return Path(value) if value and Path(value).is_dir() else None
