@@ -1,0 +1,256 @@
+"""Shared acquisition loop for line-oriented stores (JSONL transcripts, text process logs).
+
+The vendor modules own every field name; this loop only owns the mechanics they share:
+resuming from the JSONL cursor (and dropping the carried state when the file was
+replaced), windowing the output into ~4 MiB batches whose cursors are valid resume
+points, and bounded, content-free quarantine entries for lines that cannot be read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import msgspec
+
+from telltale.model import BoundExceeded, Observation, Quarantine, make_observation
+from telltale.readers.jsonl import JsonlCursor, JsonlReader, Line, encode_cursor
+from telltale.sources.base import AcquireContext, Batch, HistoryMode
+from telltale.sources.spec import Source
+
+#: Input bytes per batch: long transcripts are committed in windows of about this size.
+BATCH_BYTES = 4 << 20
+
+
+class Out:
+    """What one window of input produced so far."""
+
+    __slots__ = ("observations", "other_records", "quarantined", "records_read")
+
+    def __init__(self) -> None:
+        self.observations: list[Observation] = []
+        self.quarantined: list[Quarantine] = []
+        self.records_read = 0
+        self.other_records = 0
+
+
+class LineHandler(Protocol):
+    """Vendor side of the loop: maps lines, keeps the state that must cross scans."""
+
+    def handle(self, line: Line, out: Out) -> None: ...
+
+    def finish(self, out: Out) -> None:
+        """Called once the available input is exhausted (flush anything held back)."""
+        ...
+
+    def resume_point(self) -> tuple[int, int] | None:
+        """``(offset, line)`` to resume from when a line was consumed but not yet mapped.
+
+        ``None`` means everything consumed so far was mapped: resume after the last line.
+        """
+        ...
+
+    def carry(self) -> bytes | None:
+        """Small JSON state for the cursor, consistent with :meth:`resume_point`."""
+        ...
+
+
+HandlerFactory = Callable[[bytes | None], LineHandler]
+
+
+class _WireCursor(JsonlCursor, kw_only=True, omit_defaults=True):
+    """Decoding twin of :class:`JsonlCursor`.
+
+    msgspec cannot decode ``Raw | None`` (it accepts only ``null`` there), so a cursor
+    with a carry would never decode and every scan would restart at byte 0. The carry is
+    read as a bare ``Raw`` (empty when absent) and converted back.
+    """
+
+    carry: msgspec.Raw = msgspec.Raw()
+
+
+_wire_decoder = msgspec.json.Decoder(_WireCursor)
+
+
+def decode_jsonl_cursor(raw: bytes | None) -> JsonlCursor | None:
+    """Like ``readers.jsonl.decode_cursor``, but keeps the adapter's carry."""
+    if not raw:
+        return None
+    try:
+        wire = _wire_decoder.decode(raw)
+    except msgspec.DecodeError:
+        # Unreadable: re-read from the start (at-least-once; ids are deterministic).
+        return None
+    fields = msgspec.structs.asdict(wire)
+    carry = fields.pop("carry")
+    return JsonlCursor(**fields, carry=carry if len(carry) else None)
+
+
+def acquire_lines(
+    source: Source,
+    cursor: bytes | None,
+    ctx: AcquireContext,
+    factory: HandlerFactory,
+    *,
+    batch_bytes: int = BATCH_BYTES,
+) -> Iterator[Batch]:
+    """Run ``factory(carry)``'s handler over the complete lines appended since ``cursor``."""
+    prior = decode_jsonl_cursor(cursor) if ctx.history is HistoryMode.INCREMENTAL else None
+    with JsonlReader(source.path, prior) as reader:
+        carried: bytes | None = None
+        if prior is not None and reader.start_offset > 0 and prior.carry is not None:
+            carried = bytes(prior.carry)
+        handler = factory(carried)
+        out = Out()
+        end_offset, end_line = reader.start_offset, reader.start_line
+        window_bytes = 0
+        bytes_mark = 0
+        for line in reader.lines():
+            handler.handle(line, out)
+            end_offset, end_line = line.offset + line.length + 1, line.number
+            window_bytes += line.length + 1
+            if window_bytes >= batch_bytes:
+                offset, number = handler.resume_point() or (end_offset, end_line)
+                raw = encode_cursor(reader.cursor(offset, number, carry=handler.carry()))
+                yield _batch(out, raw, reader.bytes_read - bytes_mark)
+                bytes_mark = reader.bytes_read
+                out, window_bytes = Out(), 0
+        handler.finish(out)
+        raw = encode_cursor(reader.cursor(end_offset, end_line, carry=handler.carry()))
+        batch = _batch(out, raw, reader.bytes_read - bytes_mark)
+        batch.partial = reader.partial_tail
+        yield batch
+
+
+def _batch(out: Out, cursor: bytes, bytes_read: int) -> Batch:
+    return Batch(
+        observations=out.observations,
+        quarantined=out.quarantined,
+        cursor=cursor,
+        records_read=out.records_read,
+        other_records=out.other_records,
+        bytes_read=bytes_read,
+    )
+
+
+def line_quarantine(
+    kind: str,
+    source: Source,
+    line: Line,
+    reason: str,
+    *,
+    session_id: str | None = None,
+    record_id: str | None = None,
+    err: BoundExceeded | None = None,
+) -> Quarantine:
+    """A content-free quarantine entry for one line (by coordinate, reason and bound)."""
+    return Quarantine(
+        source_kind=kind,
+        path=source.path,
+        reason=reason,
+        session_id=_short(session_id),
+        record_id=_short(record_id),
+        sequence=line.number,
+        line=line.number,
+        offset=line.offset,
+        field=err.field if err is not None else None,
+        bound=err.bound if err is not None else None,
+    )
+
+
+def _short(value: str | None) -> str | None:
+    # Ids come from untrusted input; an absurd one is not worth reporting verbatim.
+    if value is None or len(value) > 256:
+        return None
+    return value
+
+
+def decode_failure_reason(data: bytes, exc: msgspec.DecodeError) -> str:
+    """Tell invalid UTF-8 / malformed JSON apart from a schema mismatch, content-free."""
+    if isinstance(exc, msgspec.ValidationError):
+        return "schema_mismatch"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "invalid_utf8"
+    return "malformed_json"
+
+
+class Recorder:
+    """Builds one native record's observations; all or none of them are kept.
+
+    A canonical bound exceeded by any value of the record quarantines the whole record
+    (``unbounded_value``), never a truncated copy of it.
+    """
+
+    __slots__ = ("_items", "kind")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._items: list[Observation] = []
+
+    def add(self, *, source_identity: str, coordinate: str, **fields: Any) -> None:
+        fields.setdefault("source_kind", self.kind)
+        self._items.append(
+            make_observation(
+                adapter=self.kind, source_identity=source_identity, coordinate=coordinate, **fields
+            )
+        )
+
+    def take(self) -> list[Observation]:
+        items, self._items = self._items, []
+        return items
+
+
+class BoundedMap:
+    """An insertion-ordered str→str map that forgets its oldest entries beyond ``limit``.
+
+    Carried state must stay small: losing an old entry only loses a tool name on a very
+    late result, never correctness of ids.
+    """
+
+    def __init__(self, limit: int, items: dict[str, str] | None = None) -> None:
+        self.limit = limit
+        self.items: dict[str, str] = dict(items or {})
+        self._trim()
+
+    def set(self, key: str, value: str) -> None:
+        self.items.pop(key, None)
+        self.items[key] = value
+        self._trim()
+
+    def pop(self, key: str) -> str | None:
+        return self.items.pop(key, None)
+
+    def get(self, key: str) -> str | None:
+        return self.items.get(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def _trim(self) -> None:
+        while len(self.items) > self.limit:
+            del self.items[next(iter(self.items))]
+
+
+def first_str(args: object, keys: tuple[str, ...]) -> str | None:
+    """The first non-empty string among ``args[key]`` for ``keys`` (tool facets)."""
+    if not isinstance(args, dict):
+        return None
+    for key in keys:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def json_text(value: object) -> str | None:
+    """A string stays itself; anything else becomes compact JSON text (``None`` stays ``None``)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return msgspec.json.encode(value).decode("utf-8")
