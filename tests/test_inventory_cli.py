@@ -1,0 +1,209 @@
+"""``telltale inventory`` end to end, the table view and the scan hook (cadence, emit on change)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from telltale.cli.inventory import json_lines, write_table
+from telltale.inventory import take_inventory
+from telltale.inventory.scan_hook import (
+    INTERVAL_ENV,
+    META_DIGEST,
+    InventoryEmitter,
+    interval_from,
+    inventory_event,
+    inventory_hook,
+)
+from telltale.state import StateStore
+
+FIXTURE = Path(__file__).parent / "fixtures" / "inventory"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def make_home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURE / "home", home)
+    (home / ".npm-global" / "lib" / "node_modules" / "@anthropic-ai" / "claude-code").mkdir(parents=True)
+    (home / ".vscode" / "extensions" / "github.copilot-chat-0.31.2").mkdir(parents=True)
+    (home / ".claude" / "projects" / "-home-fake").mkdir(parents=True)
+    (home / ".claude" / "projects" / "-home-fake" / "s.jsonl").write_text('{"FAKE": "transcript"}\n')
+    return home
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "telltale", "inventory", *args],
+        capture_output=True, text=True, timeout=60, cwd=REPO,
+    )
+
+
+@pytest.mark.slow
+def test_cli_json_end_to_end(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("copilot", "codex"):
+        (bin_dir / name).write_text("#!/bin/sh\n")
+        (bin_dir / name).chmod(0o755)
+
+    proc = run_cli("--json", "--root", str(home))
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    agents = {d["agent"]: d for d in lines if d["record"] == "agent"}
+    summary = lines[-1]
+    assert summary["record"] == "summary" and len(lines) == 13 and summary["agents"] == 12
+    assert summary["installed"] == ["claude", "copilot"]
+    assert summary["partial"] == []
+    claude = agents["claude"]
+    assert claude["confidence"] == "confirmed"
+    assert claude["posture"]["retention"] == {"deletes_sessions": True, "source": "settings", "days": 14}
+    assert {s["name"] for s in claude["posture"]["mcp_servers"]} == {"github", "docs", "legacy", "db"}
+    assert agents["codex"]["installed"] is False  # --root: PATH is not consulted without --path
+    assert str(tmp_path) not in proc.stdout
+    for secret in ("FAKEFAKE", "ghp_", "sk-ant", "FAKEPASSWORD", "transcript"):
+        assert secret not in proc.stdout
+
+    with_path = run_cli("--json", "--root", str(home), "--path", str(bin_dir))
+    summary2 = json.loads(with_path.stdout.splitlines()[-1])
+    assert summary2["installed"] == ["codex", "claude", "copilot"]
+    assert summary2["digest"] != summary["digest"]
+    # Same inputs, same digest (emit-on-change relies on it).
+    assert json.loads(run_cli("--json", "--root", str(home)).stdout.splitlines()[-1])["digest"] == summary["digest"]
+
+
+@pytest.mark.slow
+def test_cli_piped_output_defaults_to_json_and_platform_injection(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    exe = home / "AppData" / "Roaming" / "Claude" / "claude-code" / "2.0.1" / "h" / "claude.exe"
+    exe.parent.mkdir(parents=True)
+    exe.write_bytes(b"MZ")
+    proc = run_cli("--root", str(home), "--platform", "win32", "--no-posture")
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert lines[-1]["platform"] == "win32" and lines[-1]["installed"] == ["claude"]
+    claude = next(d for d in lines if d.get("agent") == "claude")
+    assert claude["posture"] is None
+    assert claude["signals"][0]["name"] == "claude-desktop"
+
+
+@pytest.mark.slow
+def test_cli_bad_root_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_cli("--root", str(tmp_path / "missing"))
+    assert proc.returncode == 2
+    assert "not a directory" in proc.stderr and proc.stdout == ""
+
+
+def test_json_lines_shape(tmp_path: Path) -> None:
+    snap = take_inventory(str(make_home(tmp_path)), {}, "linux", path_env="", consult_system=False)
+    lines = [msgspec.json.decode(x) for x in json_lines(snap)]
+    assert [d["record"] for d in lines] == ["agent"] * 12 + ["summary"]
+    assert lines[-1]["digest"] == snap.digest()
+
+
+def test_table_view(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snap = take_inventory(str(make_home(tmp_path)), {}, "linux", path_env="", consult_system=False)
+    from rich.console import Console
+
+    write_table(snap, Console(width=240))
+    out = capsys.readouterr().out
+    assert "Agent inventory (linux)" in out
+    assert "@anthropic-ai/claude-code" in out and "14d" in out
+    assert "github.copilot-chat" in out
+    assert snap.digest() in out
+    assert "FAKEFAKE" not in out
+
+
+# -- scan hook ---------------------------------------------------------------------------------
+
+
+def test_INV_3_interval_from_args_and_env() -> None:
+    ns = argparse.Namespace()
+    assert interval_from(ns, {}) == 3600.0
+    assert interval_from(ns, {INTERVAL_ENV: "60"}) == 60.0
+    assert interval_from(ns, {INTERVAL_ENV: "off"}) is None
+    assert interval_from(ns, {INTERVAL_ENV: "junk"}) == 3600.0
+    assert interval_from(argparse.Namespace(inventory_interval=0), {INTERVAL_ENV: "60"}) == 0.0
+    assert interval_from(argparse.Namespace(inventory_interval=-5), {}) == 0.0
+
+
+def test_inventory_hook_off_and_on(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(INTERVAL_ENV, "off")
+    assert inventory_hook(argparse.Namespace(root=".")) is None
+    monkeypatch.setenv(INTERVAL_ENV, "0")
+    hook = inventory_hook(argparse.Namespace(root=str(make_home(tmp_path))))
+    assert hook is not None
+    events = hook(None, "2026-01-01T00:00:00.000Z")
+    assert len(events) == 1 and events[0]["telltale"]["inventory"]["installed"] == ["claude", "copilot"]
+
+
+def test_INV_3_emitter_cadence_and_emit_on_change(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    clock = [1000.0]
+    emitter = InventoryEmitter(
+        lambda: take_inventory(str(home), {}, "linux", path_env="", consult_system=False), 600.0,
+        clock=lambda: clock[0],
+    )
+    state = StateStore(str(tmp_path / "state" / "state.db"))
+    try:
+        first = emitter.events(state, "2026-01-01T00:00:00.000Z")
+        assert len(first) == 1
+        doc = first[0]
+        assert doc["event"]["dataset"] == "telltale.inventory" and doc["event"]["action"] == "install_inventory"
+        assert doc["telltale"]["inventory"]["previous_digest"] is None
+        assert state.meta(META_DIGEST) == doc["telltale"]["inventory"]["digest"].encode()
+
+        clock[0] += 60  # not due yet
+        assert emitter.events(state, "t") == []
+        clock[0] += 600  # due, unchanged: nothing
+        assert emitter.events(state, "t") == []
+
+        (home / ".bun" / "install" / "global" / "node_modules" / "@openai" / "codex").mkdir(parents=True)
+        clock[0] += 601
+        second = emitter.events(state, "t2")
+        assert len(second) == 1
+        inv = second[0]["telltale"]["inventory"]
+        assert "codex" in inv["installed"]
+        assert inv["previous_digest"] == doc["telltale"]["inventory"]["digest"]
+        assert second[0]["event"]["id"] != doc["event"]["id"]
+
+        # A new process (new emitter) with the same state: no re-emit of the same inventory.
+        fresh = InventoryEmitter(
+            lambda: take_inventory(str(home), {}, "linux", path_env="", consult_system=False), 0.0,
+        )
+        assert fresh.events(state, "t3") == []
+    finally:
+        state.close()
+
+
+def test_emitter_without_state_remembers_in_memory(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    emitter = InventoryEmitter(lambda: take_inventory(str(home), {}, "linux", path_env="", consult_system=False), 0.0)
+    assert len(emitter.events(None, "t")) == 1
+    assert emitter.events(None, "t") == []
+
+
+def test_emitter_failure_never_fails_the_scan(capsys: pytest.CaptureFixture[str]) -> None:
+    def broken() -> object:
+        raise OSError("FAKE detail with /secret/path")
+
+    emitter = InventoryEmitter(broken, 0.0)  # type: ignore[arg-type]
+    assert emitter.events(None, "t") == []
+    err = capsys.readouterr().err
+    assert "inventory skipped: OSError" in err and "/secret/path" not in err
+
+
+def test_inventory_event_id_depends_on_previous_digest(tmp_path: Path) -> None:
+    snap = take_inventory(str(make_home(tmp_path)), {}, "linux", path_env="", consult_system=False)
+    a = inventory_event(snap, observed_at="t", previous_digest=None)
+    b = inventory_event(snap, observed_at="t2", previous_digest="f" * 32)
+    assert a["event"]["id"] == inventory_event(snap, observed_at="later", previous_digest=None)["event"]["id"]
+    assert a["event"]["id"] != b["event"]["id"]
+    assert "FAKEFAKE" not in json.dumps(a) and str(tmp_path) not in json.dumps(a)
