@@ -1,8 +1,44 @@
-"""OpenClaw: JSONL transcripts (with rotated copies) and the per-agent SQLite store."""
+"""OpenClaw: JSONL transcripts (with rotated copies) and the per-agent SQLite store.
+
+Both stores hold the same pi-coding-agent session entries (format ``version: 3``): a
+``session`` header, then ``message`` entries (roles ``user``, ``assistant``,
+``toolResult``) and bookkeeping entries (``model_change``, ``thinking_level_change``,
+``custom``, ``compaction``, ...). One mapping (:class:`EntryMapper`) serves both readers:
+the JSONL adapter feeds it lines, the SQLite adapter ``transcript_events.event_json``
+rows. Coordinates come from the entries' own ids, so a transcript rotated to
+``*.jsonl.reset.<ts>`` / ``*.jsonl.deleted.<ts>`` yields the same observation ids.
+"""
 
 from __future__ import annotations
 
-from telltale.sources.spec import RootType, SourceSpec, StoreLayout
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from telltale.errors import SourceError
+from telltale.model import (
+    BoundExceeded,
+    Family,
+    Provenance,
+    Quarantine,
+    Stage,
+    TokenUsage,
+    encode_arguments,
+    iso_time,
+)
+from telltale.readers.jsonl import Line
+from telltale.sources._jsonl_driver import (
+    Out,
+    Recorder,
+    acquire_lines,
+    decode_failure_reason,
+    first_str,
+    json_text,
+)
+from telltale.sources.base import AcquireContext, Batch
+from telltale.sources.spec import RootType, Source, SourceSpec, StoreLayout
 
 SPECS = (
     SourceSpec(
@@ -32,3 +68,505 @@ SPECS = (
         description="OpenClaw per-agent SQLite transcript store (transcript_events)",
     ),
 )
+
+CLIENT = "openclaw"
+KIND_JSONL = "openclaw.agents"
+KIND_SQLITE = "openclaw.sqlite"
+
+# -- native shapes -----------------------------------------------------------------------
+
+_ABSENT = msgspec.Raw()  # an omitted raw field (empty, falsy)
+
+
+class _Block(msgspec.Struct):
+    type: str | None = None
+    text: str | None = None
+    id: str | None = None
+    name: str | None = None
+    arguments: Any = None
+
+
+class _Usage(msgspec.Struct):
+    input: int | None = None
+    output: int | None = None
+    cacheRead: int | None = None
+    cacheWrite: int | None = None
+    totalTokens: int | None = None
+
+
+class _Details(msgspec.Struct):
+    exitCode: int | None = None
+
+
+class _Message(msgspec.Struct):
+    role: str
+    content: str | list[_Block] | None = None
+    timestamp: int | float | str | None = None
+    provider: str | None = None
+    model: str | None = None
+    usage: _Usage | None = None
+    stopReason: str | None = None
+    toolCallId: str | None = None
+    toolName: str | None = None
+    isError: bool | None = None
+    details: msgspec.Raw = _ABSENT
+
+
+class _Entry(msgspec.Struct, tag_field="type"):
+    id: str | None = None
+    parentId: str | None = None
+    timestamp: str | int | float | None = None
+
+
+class _SessionHeader(_Entry, tag="session"):
+    version: int | None = None
+    cwd: str | None = None
+
+
+class _MessageEntry(_Entry, tag="message"):
+    message: _Message | None = None
+
+
+class _ModelChange(_Entry, tag="model_change"):
+    provider: str | None = None
+    modelId: str | None = None
+
+
+class _ThinkingLevel(_Entry, tag="thinking_level_change"):
+    pass
+
+
+class _Custom(_Entry, tag="custom"):
+    pass
+
+
+class _Compaction(_Entry, tag="compaction"):
+    pass
+
+
+class _BranchSummary(_Entry, tag="branch_summary"):
+    pass
+
+
+class _Label(_Entry, tag="label"):
+    pass
+
+
+class _SessionInfo(_Entry, tag="session_info"):
+    pass
+
+
+class _CustomMessage(_Entry, tag="custom_message"):
+    pass
+
+
+_EntryUnion = (
+    _SessionHeader
+    | _MessageEntry
+    | _ModelChange
+    | _ThinkingLevel
+    | _Custom
+    | _Compaction
+    | _BranchSummary
+    | _Label
+    | _SessionInfo
+    | _CustomMessage
+)
+_BOOKKEEPING = (_ModelChange, _ThinkingLevel, _Custom, _Compaction, _BranchSummary, _Label, _SessionInfo,
+                _CustomMessage)
+_KNOWN_TYPES = frozenset(
+    {
+        "session", "message", "model_change", "thinking_level_change", "custom", "compaction",
+        "branch_summary", "label", "session_info", "custom_message",
+    }
+)
+_decoder = msgspec.json.Decoder(_EntryUnion)
+_details_decoder = msgspec.json.Decoder(_Details)
+
+
+class _Envelope(msgspec.Struct):
+    type: Any = None
+    id: Any = None
+
+
+_envelope_decoder = msgspec.json.Decoder(_Envelope)
+
+# -- tool facets -------------------------------------------------------------------------
+
+_SHELL_TOOLS = frozenset({"exec", "bash"})
+_FILE_TOOLS = frozenset({"read", "write", "edit"})
+_URL_TOOLS = frozenset({"web_fetch"})
+_AUTHORED_KEYS = (
+    "command", "cmd", "content", "oldText", "newText", "old_string", "new_string", "input", "task",
+)
+
+
+def _facets(tool: str | None, args: Any) -> dict[str, str]:
+    if tool is None or not isinstance(args, dict):
+        return {}
+    if tool in _SHELL_TOOLS:
+        value = first_str(args, ("command", "cmd"))
+        return {"command": value} if value is not None else {}
+    if tool in _FILE_TOOLS:
+        value = first_str(args, ("path", "file_path", "file"))
+        return {"file_path": value} if value is not None else {}
+    if tool in _URL_TOOLS:
+        value = first_str(args, ("url",))
+        return {"url": value} if value is not None else {}
+    return {}
+
+
+def claw_usage(usage: _Usage) -> TokenUsage:
+    """pi-ai usage in OpenTelemetry meaning: ``input`` excludes the cache, so add it back."""
+    parts = [v for v in (usage.input, usage.cacheRead, usage.cacheWrite) if v is not None]
+    return TokenUsage(
+        input_tokens=sum(parts) if parts else None,
+        output_tokens=usage.output,
+        cache_read_input_tokens=usage.cacheRead,
+        cache_creation_input_tokens=usage.cacheWrite,
+        total_tokens=usage.totalTokens,
+    )
+
+
+# -- shared mapping ----------------------------------------------------------------------
+
+
+class Position(msgspec.Struct, frozen=True):
+    """Where one entry sits in its store: a JSONL line or a SQLite ``(session_id, seq)`` row."""
+
+    sequence: int
+    fallback: str  # coordinate for an entry without its own id ("line:12", "seq:12")
+    line: int | None = None
+    offset: int | None = None
+    row: str | None = None
+
+
+class MapperState(msgspec.Struct, omit_defaults=True):
+    """What must survive between scans (the session header is read once)."""
+
+    session_id: str | None = None
+    cwd: str | None = None
+
+
+class EntryMapper:
+    """Maps one pi-agent session entry (JSON bytes) to observations; used by both readers."""
+
+    def __init__(
+        self,
+        kind: str,
+        path: str,
+        state: MapperState,
+        *,
+        pinned_session: str | None = None,
+        attributes: dict[str, str] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.path = path
+        self.state = state
+        # SQLite rows name their session in a column: a header that disagrees is a conflict.
+        self.pinned_session = pinned_session
+        self.attributes = attributes or {}
+
+    def map(self, data: bytes, pos: Position, out: Out) -> None:
+        out.records_read += 1
+        try:
+            entry = _decoder.decode(data)
+        except msgspec.DecodeError as exc:
+            out.quarantined.append(self._failure(data, exc, pos))
+            return
+        if isinstance(entry, _SessionHeader):
+            self._header(entry, pos, out)
+            return
+        if isinstance(entry, _BOOKKEEPING):
+            out.other_records += 1
+            return
+        assert isinstance(entry, _MessageEntry)
+        message = entry.message
+        if message is None:
+            out.quarantined.append(self.quarantine("schema_mismatch", pos, entry.id))
+            return
+        rec = Recorder(self.kind)
+        try:
+            if message.role == "user":
+                self._user(entry, message, pos, rec, out)
+            elif message.role == "assistant":
+                self._assistant(entry, message, pos, rec, out)
+            elif message.role == "toolResult":
+                self._tool_result(entry, message, pos, rec, out)
+            else:
+                out.quarantined.append(self.quarantine("unknown_record_type", pos, entry.id))
+                return
+        except BoundExceeded as err:
+            rec.take()
+            out.quarantined.append(self.quarantine("unbounded_value", pos, entry.id, err))
+            return
+        out.observations.extend(rec.take())
+
+    # -- helpers -------------------------------------------------------------------------
+    @property
+    def session_id(self) -> str:
+        return self.state.session_id or self.pinned_session or _file_session(self.path)
+
+    def quarantine(
+        self, reason: str, pos: Position, record_id: str | None, err: BoundExceeded | None = None
+    ) -> Quarantine:
+        return Quarantine(
+            source_kind=self.kind,
+            path=self.path,
+            reason=reason,
+            session_id=self.session_id,
+            record_id=record_id if record_id is not None and len(record_id) <= 256 else None,
+            sequence=pos.sequence,
+            line=pos.line,
+            offset=pos.offset,
+            row=pos.row,
+            field=err.field if err is not None else None,
+            bound=err.bound if err is not None else None,
+        )
+
+    def _failure(self, data: bytes, exc: msgspec.DecodeError, pos: Position) -> Quarantine:
+        reason = decode_failure_reason(data, exc)
+        record_id = None
+        if reason == "schema_mismatch":
+            try:
+                env = _envelope_decoder.decode(data)
+            except msgspec.DecodeError:
+                env = _Envelope()
+            if not isinstance(env.type, str) or env.type not in _KNOWN_TYPES:
+                reason = "unknown_record_type"
+            record_id = env.id if isinstance(env.id, str) else None
+        return self.quarantine(reason, pos, record_id)
+
+    def _common(self, entry: _Entry, pos: Position, fallback_time: object = None) -> dict[str, Any]:
+        occurred = iso_time(entry.timestamp) or iso_time(fallback_time)
+        return {
+            "client": CLIENT,
+            "session_id": self.session_id,
+            "sequence": pos.sequence,
+            "occurred_at": occurred,
+            "cwd": self.state.cwd,
+            "attributes": dict(self.attributes),
+            "provenance": Provenance(
+                source_kind=self.kind, path=self.path, line=pos.line, offset=pos.offset, row=pos.row,
+                record_id=entry.id,
+            ),
+        }
+
+    def _coordinate(self, entry: _Entry, pos: Position) -> str:
+        return f"entry:{entry.id}" if entry.id else pos.fallback
+
+    @property
+    def _identity(self) -> str:
+        return f"{CLIENT}:{self.session_id}"
+
+    # -- entry kinds ---------------------------------------------------------------------
+    def _header(self, entry: _SessionHeader, pos: Position, out: Out) -> None:
+        native = entry.id
+        if native is not None:
+            if self.pinned_session is not None and native != self.pinned_session:
+                raise SourceError("identity_conflict", f"session header disagrees with its row at {pos.fallback}")
+            if self.state.session_id is not None and native != self.state.session_id:
+                raise SourceError("identity_conflict", f"second session header at {pos.fallback}")
+            self.state.session_id = native
+        if entry.cwd is not None:
+            self.state.cwd = entry.cwd
+        attributes = dict(self.attributes)
+        if entry.version is not None:
+            attributes["format_version"] = str(entry.version)
+        rec = Recorder(self.kind)
+        common = self._common(entry, pos)
+        common["attributes"] = attributes
+        try:
+            rec.add(
+                source_identity=self._identity,
+                coordinate="session",
+                family=Family.SESSION,
+                **common,
+            )
+        except BoundExceeded as err:
+            out.quarantined.append(self.quarantine("unbounded_value", pos, native, err))
+            return
+        out.observations.extend(rec.take())
+
+    def _blocks(self, message: _Message, entry: _MessageEntry, pos: Position, out: Out) -> list[_Block]:
+        content = message.content
+        if content is None:
+            return []
+        if isinstance(content, str):
+            return [_Block(type="text", text=content)]
+        for block in content:
+            if block.type not in ("text", "thinking", "toolCall", "image", "redacted_thinking"):
+                out.quarantined.append(self.quarantine("unknown_content_block", pos, entry.id))
+        return content
+
+    def _user(self, entry: _MessageEntry, message: _Message, pos: Position, rec: Recorder, out: Out) -> None:
+        texts = [b.text for b in self._blocks(message, entry, pos, out) if b.type == "text" and b.text]
+        if not texts:
+            return
+        rec.add(
+            source_identity=self._identity,
+            coordinate=self._coordinate(entry, pos),
+            family=Family.MESSAGE,
+            role="user",
+            text="\n".join(texts),
+            **self._common(entry, pos, message.timestamp),
+        )
+
+    def _assistant(
+        self, entry: _MessageEntry, message: _Message, pos: Position, rec: Recorder, out: Out
+    ) -> None:
+        blocks = self._blocks(message, entry, pos, out)
+        base = self._coordinate(entry, pos)
+        common = self._common(entry, pos, message.timestamp)
+        if message.stopReason:
+            common["attributes"]["stop_reason"] = message.stopReason
+        model = {"model": message.model, "provider": message.provider}
+        texts = [b.text for b in blocks if b.type == "text" and b.text]
+        if texts:
+            rec.add(
+                source_identity=self._identity,
+                coordinate=f"{base}:text",
+                family=Family.MESSAGE,
+                role="assistant",
+                text="\n".join(texts),
+                **model,
+                **common,
+            )
+        for index, block in enumerate(blocks):
+            if block.type != "toolCall":
+                continue
+            args = block.arguments
+            rec.add(
+                source_identity=self._identity,
+                coordinate=f"{base}:call:{block.id or index}",
+                family=Family.TOOL,
+                stage=Stage.REQUESTED,
+                tool_name=block.name,
+                call_id=block.id,
+                arguments=encode_arguments(
+                    args if isinstance(args, dict | list | str) else json_text(args), _AUTHORED_KEYS
+                ),
+                **_facets(block.name, args),
+                **model,
+                **common,
+            )
+        if message.usage is not None:
+            rec.add(
+                source_identity=self._identity,
+                coordinate=f"{base}:usage",
+                family=Family.USAGE,
+                usage=claw_usage(message.usage),
+                **model,
+                **common,
+            )
+
+    def _tool_result(
+        self, entry: _MessageEntry, message: _Message, pos: Position, rec: Recorder, out: Out
+    ) -> None:
+        blocks = self._blocks(message, entry, pos, out)
+        texts = [b.text for b in blocks if b.type == "text" and b.text is not None]
+        exit_code = None
+        if message.details:
+            try:
+                exit_code = _details_decoder.decode(message.details).exitCode
+            except msgspec.DecodeError:
+                exit_code = None
+        rec.add(
+            source_identity=self._identity,
+            coordinate=self._coordinate(entry, pos),
+            family=Family.TOOL,
+            stage=Stage.RESULT,
+            tool_name=message.toolName,
+            call_id=message.toolCallId,
+            result="\n".join(texts) if texts else None,
+            is_error=message.isError,
+            exit_code=exit_code,
+            **self._common(entry, pos, message.timestamp),
+        )
+
+
+def _file_session(path: str) -> str:
+    """Session id from a transcript name: the part before ``.jsonl`` (rotations keep it)."""
+    name = os.path.basename(path)
+    cut = name.find(".jsonl")
+    return name[:cut] if cut > 0 else name
+
+
+def rotation_attributes(path: str) -> dict[str, str]:
+    """``{"rotation": "reset"|"deleted", "rotated_at": <suffix>}`` for a rotated transcript."""
+    name = os.path.basename(path)
+    for kind in ("reset", "deleted"):
+        marker = f".jsonl.{kind}"
+        cut = name.find(marker)
+        if cut > 0:
+            attrs = {"rotation": kind}
+            suffix = name[cut + len(marker) :].lstrip(".")
+            if suffix:
+                attrs["rotated_at"] = suffix
+            return attrs
+    return {}
+
+
+# -- JSONL adapter -----------------------------------------------------------------------
+
+_state_decoder = msgspec.json.Decoder(MapperState)
+
+
+class _JsonlHandler:
+    def __init__(self, source: Source, carry: bytes | None) -> None:
+        state = MapperState()
+        if carry:
+            try:
+                state = _state_decoder.decode(carry)
+            except msgspec.DecodeError:
+                state = MapperState()
+        self.mapper = EntryMapper(
+            KIND_JSONL, source.path, state, attributes=rotation_attributes(source.path)
+        )
+
+    def handle(self, line: Line, out: Out) -> None:
+        pos = Position(sequence=line.number, fallback=f"line:{line.number}", line=line.number, offset=line.offset)
+        if line.data is None:
+            out.records_read += 1
+            out.quarantined.append(self.mapper.quarantine("oversized_line", pos, None))
+            return
+        if not line.data.strip():
+            return
+        self.mapper.map(line.data, pos, out)
+
+    def finish(self, out: Out) -> None:
+        return None
+
+    def resume_point(self) -> tuple[int, int] | None:
+        return None
+
+    def carry(self) -> bytes:
+        return msgspec.json.encode(self.mapper.state)
+
+
+class OpenClawAdapter:
+    """OpenClaw JSONL transcripts, live and rotated (``.reset.<ts>``, ``.deleted.<ts>``)."""
+
+    kind = KIND_JSONL
+
+    def acquire(self, source: Source, cursor: bytes | None, ctx: AcquireContext) -> Iterator[Batch]:
+        return acquire_lines(source, cursor, ctx, lambda carry: _JsonlHandler(source, carry))
+
+
+class OpenClawSqliteAdapter:
+    """OpenClaw per-agent SQLite store: ``transcript_events`` rows, keyset ``(session_id, seq)``."""
+
+    kind = KIND_SQLITE
+
+    def acquire(self, source: Source, cursor: bytes | None, ctx: AcquireContext) -> Iterator[Batch]:
+        raise SourceError("unsupported", "the shared SQLite reader is not available yet")
+
+
+__all__ = [
+    "SPECS",
+    "EntryMapper",
+    "MapperState",
+    "OpenClawAdapter",
+    "OpenClawSqliteAdapter",
+    "Position",
+]
