@@ -40,7 +40,11 @@ class LineHandler(Protocol):
     def handle(self, line: Line, out: Out) -> None: ...
 
     def finish(self, out: Out) -> None:
-        """Called once the available input is exhausted (flush anything held back)."""
+        """Called once the available input is exhausted: map what is complete.
+
+        What may still grow (an entry without its end) can stay held; :meth:`resume_point`
+        then names its start and the batch is marked partial.
+        """
         ...
 
     def resume_point(self) -> tuple[int, int] | None:
@@ -116,9 +120,11 @@ def acquire_lines(
                 bytes_mark = reader.bytes_read
                 out, window_bytes = Out(), 0
         handler.finish(out)
-        raw = encode_cursor(reader.cursor(end_offset, end_line, carry=handler.carry()))
+        held = handler.resume_point()
+        offset, number = held or (end_offset, end_line)
+        raw = encode_cursor(reader.cursor(offset, number, carry=handler.carry()))
         batch = _batch(out, raw, reader.bytes_read - bytes_mark)
-        batch.partial = reader.partial_tail
+        batch.partial = reader.partial_tail or held is not None
         yield batch
 
 

@@ -1,7 +1,16 @@
-"""GitHub Copilot CLI: project-local process logs and the session-state event logs."""
+"""GitHub Copilot CLI: project-local process logs and the session-state event logs.
+
+``copilot.process_log`` reads the ``Accumulated output items`` text logs exactly as the
+upstream format describes them (COP-5); ``copilot.session_state`` reads the
+``session-state/<id>/events.jsonl`` event logs (and the older flat ``<id>.jsonl``).
+``session-store.db`` and the per-session ``session.db`` are never acquired (COP-6): no
+spec matches them.
+"""
 
 from __future__ import annotations
 
+from telltale.sources.copilot.process_log import CopilotProcessLogAdapter
+from telltale.sources.copilot.session_state import CopilotSessionStateAdapter
 from telltale.sources.spec import RootType, SourceSpec
 
 SPECS = (
@@ -28,3 +37,5 @@ SPECS = (
         description="Copilot CLI session-state event logs (~/.copilot or COPILOT_HOME)",
     ),
 )
+
+__all__ = ["SPECS", "CopilotProcessLogAdapter", "CopilotSessionStateAdapter"]

@@ -1,0 +1,39 @@
+"""Copilot tool names and the facets their arguments carry (shared by both Copilot kinds)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from telltale.sources._jsonl_driver import first_str
+
+CLIENT = "copilot"
+#: Copilot is GitHub's service whatever model it routes to (``claude-sonnet-4.6`` stays as is).
+PROVIDER = "github"
+
+_SHELL_TOOLS = frozenset({"bash", "shell", "run_in_terminal", "powershell", "run_shell_command"})
+_FILE_TOOLS = frozenset(
+    {"view", "edit", "create", "str_replace", "str_replace_editor", "read_file", "write_file", "insert"}
+)
+_URL_TOOLS = frozenset({"web_fetch", "fetch"})
+#: Arguments that carry authored text (commands, written content, edit strings, prompts).
+AUTHORED_KEYS = ("command", "cmd", "file_text", "old_str", "new_str", "content", "new_content", "prompt")
+
+
+def facets(tool: str | None, args: Any) -> dict[str, str]:
+    """``command`` / ``file_path`` / ``url`` of a Copilot tool call, by tool name.
+
+    ``str_replace_editor`` also has a ``command`` argument, but it names the editor
+    operation (``view``, ``create``), not a shell command: only shell tools give one.
+    """
+    if tool is None or not isinstance(args, dict):
+        return {}
+    if tool in _SHELL_TOOLS:
+        value = first_str(args, ("command", "cmd"))
+        return {"command": value} if value is not None else {}
+    if tool in _FILE_TOOLS:
+        value = first_str(args, ("path", "file_path", "filePath"))
+        return {"file_path": value} if value is not None else {}
+    if tool in _URL_TOOLS:
+        value = first_str(args, ("url",))
+        return {"url": value} if value is not None else {}
+    return {}
