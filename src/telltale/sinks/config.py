@@ -157,14 +157,15 @@ class LoadedOutputs:
         return {n: o for n, o in self.outputs.items() if o.enabled and isinstance(o, JsonlOutput)}
 
 
-def _where(msg: str) -> str:
-    """``Expected int - at `$.outputs['siem'].batch_size``` -> field path + message."""
+def _where(msg: str, base: str = "") -> str:
+    """``Expected `int` - at `$.batch_size``` -> ``outputs.siem.batch_size: Expected `int```."""
     text, sep, loc = msg.partition(" - at `")
-    if not sep:
-        return msg
-    loc = loc.rstrip("`")
-    loc = re.sub(r"\[['\"]?([^'\"\]]*)['\"]?\]", r".\1", loc).lstrip("$").lstrip(".")
-    return f"{loc}: {text}"
+    loc = loc.rstrip("`").lstrip("$").lstrip(".") if sep else ""
+    missing = re.match(r"Object missing required field `([^`]+)`", text)
+    if missing:
+        loc, text = ".".join(p for p in (loc, missing.group(1)) if p), "required"
+    where = ".".join(part for part in (base, loc) if part)
+    return f"{where}: {text}" if where else text
 
 
 def load_outputs(path: str | Path | None = None) -> LoadedOutputs:
@@ -200,24 +201,31 @@ def parse_outputs(raw: bytes | str, path: Path) -> LoadedOutputs:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping with an `outputs` key")
-    outputs = data.get("outputs")
-    if isinstance(outputs, dict):
-        fixed: dict[Any, Any] = {}
-        for name, spec in outputs.items():
-            if not isinstance(name, str) or not _NAME.match(name):
-                raise ConfigError(
-                    f"{path}: outputs.{name}: names are 1-64 of a-z 0-9 _ . - (starting with a letter or digit)"
-                )
-            if isinstance(spec, dict) and "type" not in spec:
-                if name not in OUTPUT_TYPES:
-                    raise ConfigError(f"{path}: outputs.{name}.type: missing (one of {', '.join(OUTPUT_TYPES)})")
-                spec = {**spec, "type": name}
-            fixed[name] = spec
-        data = {**data, "outputs": fixed}
+    outputs = data.get("outputs", {})
+    if outputs is None:
+        outputs = {}
+    if not isinstance(outputs, dict):
+        raise ConfigError(f"{path}: outputs: must be a mapping of output names to settings")
     try:
-        parsed = msgspec.convert(data, OutputsFile)
+        msgspec.convert({**data, "outputs": {}}, OutputsFile)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"{path}: {_where(str(exc))}") from None
+    converted: dict[str, Output] = {}
+    for name, spec in outputs.items():
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ConfigError(
+                f"{path}: outputs.{name}: names are 1-64 of a-z 0-9 _ . - (starting with a letter or digit)"
+            )
+        if isinstance(spec, dict) and "type" not in spec:
+            if name not in OUTPUT_TYPES:
+                raise ConfigError(f"{path}: outputs.{name}.type: missing (one of {', '.join(OUTPUT_TYPES)})")
+            spec = {**spec, "type": name}
+        try:
+            # One output at a time, so an error can name it (msgspec elides dict keys).
+            converted[name] = msgspec.convert(spec, Output)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(f"{path}: {_where(str(exc), f'outputs.{name}')}") from None
+    parsed = OutputsFile(outputs=converted)
     warnings: list[str] = []
     for name, out in parsed.outputs.items():
         _check_output(path, name, out, warnings)
