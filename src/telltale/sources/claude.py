@@ -1,8 +1,40 @@
-"""Claude Code: ``~/.claude/projects/<slug>/<session>.jsonl`` and subagent transcripts."""
+"""Claude Code: ``~/.claude/projects/<slug>/<session>.jsonl`` and subagent transcripts.
+
+One source is one transcript file: a main session (``<slug>/<session>.jsonl``) or a
+subagent ("sidechain") transcript, in the old layout (``<slug>/agent-<id>.jsonl``) or the
+new one (``<slug>/<session>/subagents/agent-<id>.jsonl``). Every vendor field name of
+Claude Code lives in this module. The mapping and its choices are documented in
+``docs/sources/claude.md``; the seed rules are CHECKLIST CLAUDE-1..13.
+"""
 
 from __future__ import annotations
 
-from telltale.sources.spec import RootType, SourceSpec
+import os
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import msgspec
+
+from telltale.errors import SourceError
+from telltale.model import (
+    AUTHORED_TEXT_BOUND,
+    BoundExceeded,
+    Family,
+    Observation,
+    Provenance,
+    Quarantine,
+    Stage,
+    TokenUsage,
+    check_bound,
+    encode_arguments,
+    iso_time,
+    make_observation,
+    utf8_len,
+)
+from telltale.readers.jsonl import JsonlCursor, JsonlReader, Line, decode_cursor, encode_cursor
+from telltale.sources.base import AcquireContext, Batch, HistoryMode
+from telltale.sources.spec import RootType, Source, SourceSpec
 
 SPECS = (
     SourceSpec(
@@ -17,3 +49,989 @@ SPECS = (
         description="Claude Code project transcripts (CLI and desktop Code tab)",
     ),
 )
+
+KIND = "claude.projects"
+CLIENT = "claude"
+#: ``gen_ai`` agent names of main sessions and of subagent (sidechain) sessions.
+AGENT = "claude-code"
+SUBAGENT = "claude-code/subagent"
+#: Input bytes per batch; a cut waits for the open response group to close (see ``_Scan``).
+BATCH_BYTES = 4 << 20
+#: Hard limit: past this a batch is cut even inside an open response group.
+MAX_BATCH_BYTES = 16 << 20
+#: Separator of the text blocks of one response and of an all-text tool-result array
+#: (CLAUDE-11 leaves it open).
+TEXT_JOIN = "\n"
+
+#: CLAUDE-6: counted as other native records, never projected (CLAUDE-7: the API request
+#: replays among them are opaque; nothing nested in them is read).
+BOOKKEEPING = frozenset(
+    {
+        "attachment",
+        "queue-operation",
+        "last-prompt",
+        "custom-title",
+        "ai-title",
+        "agent-name",
+        "atis-latch",
+        "file-history-snapshot",
+        "file-history-delta",
+        "summary",
+        "system",
+        "progress",
+        "mode",
+        "permission-mode",
+        "relocated",
+        "worktree-state",
+        "cost-state",
+        "api-request",
+        "api-request-blob",
+        "api-request-shape",
+        "pr-link",
+        "artifact-autoreact-ledger",
+        "artifact-comment-monitor",
+        "continued-in",
+    }
+)
+#: CLAUDE-8: dropped from messages; reasoning text is never kept.
+DROPPED_BLOCKS = frozenset({"thinking", "redacted_thinking", "image", "document"})
+#: CLAUDE-10: top-level input keys with the authored-text budget, per tool.
+AUTHORED_KEYS: Mapping[str, tuple[str, ...]] = {
+    "Bash": ("command",),
+    "PowerShell": ("command",),
+    "Write": ("content",),
+    "Edit": ("old_string", "new_string"),
+    "NotebookEdit": ("new_source",),
+    "Task": ("prompt",),
+    "Agent": ("prompt",),
+}
+#: MultiEdit carries its edit strings one level down, in ``edits[]``.
+MULTIEDIT_AUTHORED = ("old_string", "new_string")
+COMMAND_TOOLS = frozenset({"Bash", "PowerShell"})
+PATH_FIELD: Mapping[str, str] = {
+    "Read": "file_path",
+    "Write": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "NotebookEdit": "notebook_path",
+    "NotebookRead": "notebook_path",
+    "Glob": "path",
+    "Grep": "path",
+    "LS": "path",
+}
+URL_FIELD: Mapping[str, str] = {"WebFetch": "url"}
+#: Tools whose top-level ``toolUseResult`` is worth decoding (interrupt flag, agent id).
+RESULT_DETAIL_TOOLS = frozenset({"Bash", "PowerShell", "Task", "Agent"})
+#: Leading markup of text Claude Code writes into user records itself (not the user's words).
+INJECTED_PREFIXES = (
+    "<system-reminder>",
+    "<local-command-caveat>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<ide_opened_file>",
+    "<ide_selection>",
+    "<ide_diagnostics>",
+    "<user-prompt-submit-hook>",
+    "<task-notification>",
+    "[Request interrupted by user",
+)
+#: Model name Claude Code writes on assistant records it made up itself (API errors...).
+SYNTHETIC_MODEL = "<synthetic>"
+#: Agent id prefix of the context-compaction helper's transcript (``agent-acompact-<hex>``).
+COMPACT_AGENT_PREFIX = "acompact"
+
+# Carry bounds: the cursor's state stays small whatever the transcript holds.
+MAX_PENDING_CALLS = 256
+MAX_DONE_GROUPS = 64
+MAX_LINKED = 256
+MAX_STARTED = 32
+MAX_ID = 256
+
+_NO_RAW = msgspec.Raw(b"")
+
+
+# -- native records (typed, permissive: unknown fields are ignored) --------------------------
+
+
+class _Record(msgspec.Struct):
+    """Envelope of one line. Payloads stay raw until the outer ``type`` says what they are."""
+
+    type: str | None = None
+    uuid: str | None = None
+    session_id: str | None = msgspec.field(default=None, name="sessionId")
+    session_id_alias: str | None = msgspec.field(default=None, name="session_id")
+    agent_id: str | None = msgspec.field(default=None, name="agentId")
+    is_sidechain: bool | None = msgspec.field(default=None, name="isSidechain")
+    is_meta: bool | None = msgspec.field(default=None, name="isMeta")
+    is_compact_summary: bool | None = msgspec.field(default=None, name="isCompactSummary")
+    cwd: str | None = None
+    version: str | None = None
+    git_branch: str | None = msgspec.field(default=None, name="gitBranch")
+    timestamp: str | int | float | None = None
+    parent_tool_use_id: str | None = msgspec.field(default=None, name="parentToolUseID")
+    message: msgspec.Raw = _NO_RAW
+    data: msgspec.Raw = _NO_RAW
+    tool_use_result: msgspec.Raw = msgspec.field(default=_NO_RAW, name="toolUseResult")
+
+
+class _Head(msgspec.Struct):
+    """Fallback view of a line whose envelope did not match ``_Record``'s types."""
+
+    type: Any = None
+    uuid: Any = None
+    session_id: Any = msgspec.field(default=None, name="sessionId")
+    session_id_alias: Any = msgspec.field(default=None, name="session_id")
+
+
+class _Part(msgspec.Struct):
+    type: str | None = None
+    text: str | None = None
+
+
+class _Block(msgspec.Struct):
+    type: str | None = None
+    text: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: Any = None
+    tool_use_id: str | None = None
+    content: str | list[_Part] | None = None
+    is_error: bool | None = None
+
+
+class _Usage(msgspec.Struct):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+
+
+class _Message(msgspec.Struct):
+    role: str | None = None
+    model: str | None = None
+    id: str | None = None
+    content: str | list[_Block] | None = None
+    usage: _Usage | None = None
+
+
+class _ProgressData(msgspec.Struct):
+    type: str | None = None
+    agent_id: str | None = msgspec.field(default=None, name="agentId")
+
+
+class _ToolUseResult(msgspec.Struct):
+    interrupted: bool | None = None
+    agent_id: str | None = msgspec.field(default=None, name="agentId")
+
+
+class _Carry(msgspec.Struct, omit_defaults=True):
+    """State that must survive between scans of one file (the cursor's ``carry``)."""
+
+    cur: str | None = None  # current session identity
+    via: list[str] = []  # alias names that established it
+    calls: list[tuple[str, str]] = []  # call id -> tool name, for results still to come
+    done: list[tuple[str, bool]] = []  # response groups already emitted -> usage emitted
+    linked: list[str] = []  # subagent ids whose link was emitted
+    started: list[str] = []  # session ids whose start was emitted
+
+
+_record_decoder = msgspec.json.Decoder(_Record)
+_head_decoder = msgspec.json.Decoder(_Head)
+_message_decoder = msgspec.json.Decoder(_Message)
+_progress_decoder = msgspec.json.Decoder(_ProgressData)
+_tool_use_result_decoder = msgspec.json.Decoder(_ToolUseResult)
+_carry_decoder = msgspec.json.Decoder(_Carry)
+_carry_encoder = msgspec.json.Encoder()
+_args_encoder = msgspec.json.Encoder(order="deterministic")
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def provider_of(model: str | None) -> str:
+    """OpenTelemetry provider name, told from the model id's shape (Bedrock/Vertex ids differ)."""
+    if model:
+        if model.startswith("arn:aws:bedrock") or model.startswith("anthropic.") or ".anthropic." in model:
+            return "aws.bedrock"
+        if "@" in model:
+            return "gcp.vertex_ai"
+    return "anthropic"
+
+
+def looks_injected(text: str) -> bool:
+    """True for user-record text that Claude Code wrote itself (reminders, caveats, IDE context)."""
+    return text.lstrip().startswith(INJECTED_PREFIXES)
+
+
+def _short(value: str | None) -> str | None:
+    # Ids come from untrusted input; an absurd one is not reported or carried.
+    if value is None or len(value) > MAX_ID:
+        return None
+    return value
+
+
+def _result_text(content: str | list[_Part] | None) -> tuple[str | None, list[int]]:
+    """Direct result text (CLAUDE-11) and the indexes of parts of an unknown type."""
+    if content is None or isinstance(content, str):
+        return content, []
+    texts: list[str] = []
+    unknown: list[int] = []
+    for j, part in enumerate(content):
+        if part.type == "text":
+            if part.text is not None:
+                texts.append(part.text)
+        elif part.type not in DROPPED_BLOCKS:
+            unknown.append(j)
+    return (TEXT_JOIN.join(texts) if texts else None), unknown
+
+
+def _multiedit_arguments(value: Any) -> str | None:
+    """MultiEdit's ``edits[].old_string/new_string`` get the authored budget (CLAUDE-10 spirit)."""
+    if not isinstance(value, dict) or not isinstance(value.get("edits"), list):
+        return encode_arguments(value if isinstance(value, dict | list | str) else None)
+    stripped_edits: list[Any] = []
+    for i, edit in enumerate(value["edits"]):
+        if isinstance(edit, dict):
+            for key in MULTIEDIT_AUTHORED:
+                item = edit.get(key)
+                if isinstance(item, str):
+                    check_bound(f"arguments.edits[{i}].{key}", item, AUTHORED_TEXT_BOUND)
+            stripped_edits.append({k: v for k, v in edit.items() if k not in MULTIEDIT_AUTHORED})
+        else:
+            stripped_edits.append(edit)
+    # Every other leaf still gets the ordinary bound.
+    encode_arguments({**value, "edits": stripped_edits})
+    return _args_encoder.encode(value).decode("utf-8")
+
+
+class _Ctx:
+    """What every observation of one native record shares."""
+
+    __slots__ = ("agent", "attributes", "cwd", "identity", "line", "occurred_at", "parent", "prov", "sid", "uuid")
+
+    def __init__(
+        self,
+        *,
+        sid: str,
+        parent: str | None,
+        agent: str,
+        cwd: str | None,
+        attributes: dict[str, str],
+        occurred_at: str | None,
+        uuid: str | None,
+        line: Line,
+        prov: Provenance,
+    ) -> None:
+        self.sid = sid
+        self.parent = parent
+        self.agent = agent
+        self.cwd = cwd
+        self.attributes = attributes
+        self.occurred_at = occurred_at
+        self.uuid = uuid
+        self.line = line
+        self.prov = prov
+        self.identity = f"claude:{sid}"
+
+    def coordinate(self, index: int) -> str:
+        """Native position of block ``index``: by record uuid, else by the line's offset."""
+        if self.uuid is not None:
+            return f"uuid:{self.uuid}:block:{index}"
+        return f"offset:{self.line.offset}:block:{index}"
+
+
+class _Group:
+    """The lines of one API response (same ``message.id``), merged into one message and usage."""
+
+    __slots__ = (
+        "ctx",
+        "injected",
+        "key",
+        "model",
+        "model_conflict",
+        "overflow",
+        "role_conflict",
+        "text_coord",
+        "text_ctx",
+        "text_size",
+        "texts",
+        "usage",
+        "usage_ctx",
+        "usage_done",
+    )
+
+    def __init__(self, key: str | None, ctx: _Ctx, usage_done: bool) -> None:
+        self.key = key
+        self.ctx = ctx
+        self.texts: list[str] = []
+        self.text_size = 0
+        self.text_coord: str | None = None
+        self.text_ctx: _Ctx | None = None
+        self.overflow = False
+        self.model: str | None = None
+        self.model_conflict = False
+        self.usage: _Usage | None = None
+        self.usage_ctx: _Ctx | None = None
+        self.usage_done = usage_done
+        self.injected = False
+        self.role_conflict = False
+
+
+class _Scan:
+    """Maps the lines of one acquisition; owns the output window and the carried state."""
+
+    def __init__(self, source: Source, carry: bytes | None) -> None:
+        self.source = source
+        self.path = source.path
+        state = _Carry()
+        if carry:
+            try:
+                state = _carry_decoder.decode(carry)
+            except msgspec.DecodeError:
+                state = _Carry()  # unreadable state: start over (ids are deterministic)
+        self.cur = state.cur
+        self.via = frozenset(state.via)
+        self.calls: OrderedDict[str, str] = OrderedDict(state.calls)
+        self.done: OrderedDict[str, bool] = OrderedDict(state.done)
+        self.linked: OrderedDict[str, None] = OrderedDict.fromkeys(state.linked)
+        self.started: OrderedDict[str, None] = OrderedDict.fromkeys(state.started)
+        name = os.path.basename(self.path)
+        stem = name[:-6] if name.endswith(".jsonl") else name
+        parent_dir = os.path.basename(os.path.dirname(self.path))
+        #: Subagent id named by the file (``agent-<id>.jsonl``), checked against the records.
+        self.file_agent = stem[6:] if stem.startswith("agent-") else None
+        if parent_dir == "subagents":
+            self.fallback_sid = os.path.basename(os.path.dirname(os.path.dirname(self.path)))
+        else:
+            self.fallback_sid = stem
+        self.group: _Group | None = None
+        self.attr_cache: dict[tuple[str | None, str | None, str | None], dict[str, str]] = {}
+        # Output window.
+        self.observations: list[Observation] = []
+        self.quarantined: list[Quarantine] = []
+        self.records = 0
+        self.other = 0
+        self.cut_wanted = False
+        self.ready: tuple[Batch, int, int, bytes] | None = None
+
+    # -- output --------------------------------------------------------------------------
+    def emit(self, ctx: _Ctx, coordinate: str, **fields: Any) -> None:
+        try:
+            obs = make_observation(
+                adapter=KIND,
+                source_identity=ctx.identity,
+                coordinate=coordinate,
+                client=CLIENT,
+                sequence=ctx.line.number,
+                provenance=ctx.prov,
+                session_id=ctx.sid,
+                agent=ctx.agent,
+                cwd=ctx.cwd,
+                occurred_at=ctx.occurred_at,
+                parent_session_id=ctx.parent,
+                attributes=ctx.attributes,
+                **fields,
+            )
+        except BoundExceeded as exc:
+            self.quarantine(ctx.line, "unbounded_value", sid=ctx.sid, uuid=ctx.uuid, err=exc)
+            return
+        self.observations.append(obs)
+
+    def quarantine(
+        self,
+        line: Line,
+        reason: str,
+        *,
+        sid: str | None = None,
+        uuid: str | None = None,
+        field: str | None = None,
+        err: BoundExceeded | None = None,
+    ) -> None:
+        self.quarantined.append(
+            Quarantine(
+                source_kind=KIND,
+                path=self.path,
+                reason=reason,
+                session_id=_short(sid),
+                record_id=_short(uuid),
+                sequence=line.number,
+                line=line.number,
+                offset=line.offset,
+                field=err.field if err is not None else field,
+                bound=err.bound if err is not None else None,
+            )
+        )
+
+    def take(self, bytes_read: int, cursor: bytes | None) -> Batch:
+        batch = Batch(
+            observations=self.observations,
+            quarantined=self.quarantined,
+            cursor=cursor,
+            records_read=self.records,
+            other_records=self.other,
+            bytes_read=bytes_read,
+        )
+        self.observations, self.quarantined, self.records, self.other = [], [], 0, 0
+        return batch
+
+    def carry(self) -> bytes:
+        return _carry_encoder.encode(
+            _Carry(
+                cur=self.cur,
+                via=sorted(self.via),
+                calls=list(self.calls.items()),
+                done=list(self.done.items()),
+                linked=list(self.linked),
+                started=list(self.started),
+            )
+        )
+
+    def boundary(self, line: Line) -> None:
+        """A response group is closing before ``line``: the place for a requested batch cut."""
+        self.flush()
+        if self.cut_wanted:
+            self.cut_wanted = False
+            batch = self.take(0, None)
+            self.ready = (batch, line.offset, line.number - 1, self.carry())
+
+    # -- lines ---------------------------------------------------------------------------
+    def line(self, line: Line) -> None:
+        data = line.data
+        if data is None:
+            self.records += 1
+            self.quarantine(line, "oversized_line")
+            return
+        if not data.strip():
+            return  # a blank line is not a record
+        try:
+            rec = _record_decoder.decode(data)
+        except msgspec.ValidationError:
+            self.records += 1
+            self.mismatch(line, data)
+            return
+        except msgspec.DecodeError:
+            self.records += 1
+            self.quarantine(line, _decode_failure(data))
+            return
+        kind = rec.type
+        if kind == "assistant" or kind == "user":
+            self.conversation(line, rec, kind)
+        elif kind in BOOKKEEPING:
+            self.identify(rec, line)
+            self.records += 1
+            self.other += 1
+            if kind == "progress" and rec.data:
+                self.progress(line, rec)
+        elif kind is None and rec.message:
+            # No explicit outer type: the payload's own role may classify it (CLAUDE-2 only
+            # gives an *explicit* outer type precedence).
+            self.conversation(line, rec, None)
+        else:
+            self.identify(rec, line)
+            self.records += 1
+            self.quarantine(line, "unknown_record_type", sid=self.sid_of(rec), uuid=rec.uuid, field="type")
+
+    def mismatch(self, line: Line, data: bytes) -> None:
+        """An envelope with unexpected field types: bookkeeping stays opaque, the rest is set aside."""
+        try:
+            head = _head_decoder.decode(data)
+        except msgspec.DecodeError:
+            self.quarantine(line, "schema_mismatch")
+            return
+        a = head.session_id if isinstance(head.session_id, str) else None
+        b = head.session_id_alias if isinstance(head.session_id_alias, str) else None
+        self.check_identity(a, b, line)
+        uuid = head.uuid if isinstance(head.uuid, str) else None
+        if isinstance(head.type, str) and head.type in BOOKKEEPING:
+            self.other += 1
+        elif head.type is None or head.type in ("user", "assistant"):
+            self.quarantine(line, "schema_mismatch", sid=a or b, uuid=uuid)
+        else:
+            self.quarantine(line, "unknown_record_type", sid=a or b, uuid=uuid, field="type")
+
+    # -- identity (CLAUDE-13) ------------------------------------------------------------
+    def check_identity(self, a: str | None, b: str | None, line: Line) -> str | None:
+        """Track the source's session identity; raise on conflicting aliases.
+
+        Two aliases in one record must agree. A new session id (resume lineage: Claude Code
+        keeps writing a resumed session into one file) is accepted only through an alias that
+        established the current identity; a different alias naming another session conflicts.
+        """
+        a = a or None
+        b = b or None
+        if a is None and b is None:
+            return None
+        if a is not None and b is not None and a != b:
+            raise SourceError(
+                "identity_conflict", f"line {line.number}: sessionId and session_id name different sessions"
+            )
+        value = a if a is not None else b
+        assert value is not None
+        aliases = frozenset(n for n, v in (("sessionId", a), ("session_id", b)) if v is not None)
+        if self.cur is None or value != self.cur:
+            if self.cur is not None and not (aliases & self.via):
+                raise SourceError(
+                    "identity_conflict",
+                    f"line {line.number}: {'/'.join(sorted(aliases))} names a session other than"
+                    f" the one {'/'.join(sorted(self.via))} established",
+                )
+            if len(value) <= MAX_ID:
+                self.cur, self.via = value, aliases
+        else:
+            self.via = self.via | aliases
+        return value
+
+    def identify(self, rec: _Record, line: Line) -> str | None:
+        sid = self.check_identity(rec.session_id, rec.session_id_alias, line)
+        if self.file_agent is not None and rec.agent_id and rec.agent_id != self.file_agent:
+            raise SourceError("identity_conflict", f"line {line.number}: agentId differs from the file's agent id")
+        return sid
+
+    def sid_of(self, rec: _Record) -> str | None:
+        return rec.session_id or rec.session_id_alias or self.cur or self.fallback_sid
+
+    def context(self, rec: _Record, line: Line, sid: str | None) -> _Ctx:
+        base = sid or self.cur or self.fallback_sid
+        agent_id = rec.agent_id or None
+        if agent_id is not None:
+            session, parent = f"{base}/{agent_id}", base
+        else:
+            session, parent = base, None
+        agent = SUBAGENT if (rec.is_sidechain or agent_id is not None) else AGENT
+        key = (rec.version or None, rec.git_branch or None, agent_id)
+        attributes = self.attr_cache.get(key)
+        if attributes is None:
+            attributes = {}
+            if key[0]:
+                attributes["version"] = key[0]
+            if key[1]:
+                attributes["git_branch"] = key[1]
+            if agent_id:
+                attributes["agent_id"] = agent_id
+            if len(self.attr_cache) < 64:
+                self.attr_cache[key] = attributes
+        uuid = rec.uuid or None
+        return _Ctx(
+            sid=session,
+            parent=parent,
+            agent=agent,
+            cwd=rec.cwd or None,
+            attributes=attributes,
+            occurred_at=iso_time(rec.timestamp),
+            uuid=uuid,
+            line=line,
+            prov=Provenance(source_kind=KIND, path=self.path, line=line.number, offset=line.offset, record_id=uuid),
+        )
+
+    # -- conversation records ------------------------------------------------------------
+    def conversation(self, line: Line, rec: _Record, kind: str | None) -> None:
+        try:
+            msg = _message_decoder.decode(rec.message) if rec.message else None
+        except msgspec.DecodeError:
+            msg = None
+        if msg is None or msg.content is None:
+            self.identify(rec, line)
+            self.records += 1
+            self.quarantine(line, "schema_mismatch", sid=self.sid_of(rec), uuid=rec.uuid, field="message")
+            return
+        if kind is None:
+            if msg.role not in ("user", "assistant"):
+                self.identify(rec, line)
+                self.records += 1
+                self.quarantine(line, "unknown_record_type", sid=self.sid_of(rec), uuid=rec.uuid, field="type")
+                return
+            kind = msg.role
+        content = msg.content
+        if kind == "assistant":
+            # A response group closes when another response (or a record without one) starts.
+            if self.group is not None and (msg.id is None or self.group.key != self.group_key(rec, msg.id)):
+                self.boundary(line)
+        elif isinstance(content, str) or any(block.type != "tool_result" for block in content):
+            # A user record with anything but tool results is a new turn; tool results of a
+            # response's parallel calls arrive between its lines and do not close it.
+            self.boundary(line)
+        sid = self.identify(rec, line)
+        self.records += 1
+        ctx = self.context(rec, line, sid)
+        self.start(ctx)
+        ambiguous = ("role",) if msg.role is not None and msg.role != kind else ()
+        if kind == "assistant":
+            self.assistant(ctx, rec, msg, content, ambiguous)
+        else:
+            self.user(ctx, rec, content, ambiguous)
+
+    def group_key(self, rec: _Record, message_id: str) -> str:
+        return f"{rec.session_id or rec.session_id_alias or self.cur or self.fallback_sid}\x1f{message_id}"
+
+    def start(self, ctx: _Ctx) -> None:
+        """One session observation per session id met in this source (start, and parent link)."""
+        if ctx.sid in self.started:
+            return
+        if len(ctx.sid) <= MAX_ID:
+            self.started[ctx.sid] = None
+            while len(self.started) > MAX_STARTED:
+                self.started.popitem(last=False)
+        self.emit(ctx, "session:start", family=Family.SESSION)
+
+    def user(self, ctx: _Ctx, rec: _Record, content: str | list[_Block], ambiguous: tuple[str, ...]) -> None:
+        # The compaction helper's prompt is Claude Code's own, never a person's words.
+        injected = bool(rec.is_meta or rec.is_compact_summary) or (rec.agent_id or "").startswith(COMPACT_AGENT_PREFIX)
+        if isinstance(content, str):
+            if content.strip():
+                self.emit(
+                    ctx,
+                    ctx.coordinate(0),
+                    family=Family.MESSAGE,
+                    role="user",
+                    text=content,
+                    injected=injected or looks_injected(content),
+                    ambiguous=ambiguous,
+                )
+            return
+        results = 0
+        for i, block in enumerate(content):
+            btype = block.type
+            if btype == "text":
+                text = block.text
+                if text and text.strip():
+                    self.emit(
+                        ctx,
+                        ctx.coordinate(i),
+                        family=Family.MESSAGE,
+                        role="user",
+                        text=text,
+                        injected=injected or looks_injected(text),
+                        ambiguous=ambiguous,
+                    )
+            elif btype == "tool_result":
+                results += 1
+            elif btype == "tool_use":
+                self.tool_use(ctx, i, block, None)
+            elif btype not in DROPPED_BLOCKS:
+                self.quarantine(
+                    ctx.line, "unknown_content_block", sid=ctx.sid, uuid=ctx.uuid, field=f"message.content[{i}]"
+                )
+        if results:
+            self.tool_results(ctx, rec, content, results)
+
+    def assistant(
+        self, ctx: _Ctx, rec: _Record, msg: _Message, content: str | list[_Block], ambiguous: tuple[str, ...]
+    ) -> None:
+        model = msg.model or None
+        synthetic = model == SYNTHETIC_MODEL
+        if synthetic:
+            model = None
+        group = self.group
+        if group is None:
+            key = self.group_key(rec, msg.id) if msg.id else None
+            usage_done = self.done.get(key, False) if key is not None else False
+            group = self.group = _Group(key, ctx, usage_done)
+        if model is not None:
+            if group.model is not None and group.model != model:
+                group.model_conflict = True
+            group.model = model
+        if isinstance(content, str):
+            self.add_text(group, ctx, 0, content)
+        else:
+            for i, block in enumerate(content):
+                btype = block.type
+                if btype == "text":
+                    if block.text is not None:
+                        self.add_text(group, ctx, i, block.text)
+                elif btype == "tool_use":
+                    self.tool_use(ctx, i, block, model)
+                elif btype == "tool_result":
+                    self.tool_results(ctx, rec, content[i : i + 1], 1, index_base=i)
+                elif btype not in DROPPED_BLOCKS:
+                    self.quarantine(
+                        ctx.line, "unknown_content_block", sid=ctx.sid, uuid=ctx.uuid, field=f"message.content[{i}]"
+                    )
+        if msg.usage is not None:
+            group.usage = msg.usage
+            group.usage_ctx = ctx
+        if synthetic:
+            # Claude Code's own stand-in for a response (API errors...): no tokens were used.
+            group.injected = True
+            group.usage_done = True
+        if ambiguous:
+            group.role_conflict = True
+        if group.key is None:
+            self.flush()
+
+    def add_text(self, group: _Group, ctx: _Ctx, index: int, text: str) -> None:
+        if not text.strip():
+            return  # whitespace-only blocks ("\n\n") carry nothing
+        if group.text_ctx is None:
+            group.text_ctx = ctx
+            group.text_coord = ctx.coordinate(index)
+        if group.overflow:
+            return
+        # Held text never grows past the bound: the merged message would be quarantined anyway.
+        group.text_size += utf8_len(text) + (len(TEXT_JOIN) if group.texts else 0)
+        if group.text_size > AUTHORED_TEXT_BOUND:
+            group.overflow = True
+            group.texts = []
+            return
+        group.texts.append(text)
+
+    def flush(self) -> None:
+        """Emit the open response group: one message (text only) and one usage (CLAUDE-9)."""
+        group = self.group
+        if group is None:
+            return
+        self.group = None
+        text_ctx = group.text_ctx
+        model = group.model
+        provider = provider_of(model) if model is not None else None
+        ambiguous = (("model",) if group.model_conflict else ()) + (("role",) if group.role_conflict else ())
+        if text_ctx is not None and group.text_coord is not None:
+            if group.overflow:
+                self.quarantine(
+                    text_ctx.line,
+                    "unbounded_value",
+                    sid=text_ctx.sid,
+                    uuid=text_ctx.uuid,
+                    err=BoundExceeded("text", AUTHORED_TEXT_BOUND, group.text_size),
+                )
+            else:
+                self.emit(
+                    text_ctx,
+                    group.text_coord,
+                    family=Family.MESSAGE,
+                    role="assistant",
+                    text=TEXT_JOIN.join(group.texts),
+                    injected=group.injected,
+                    model=model,
+                    provider=provider,
+                    ambiguous=ambiguous,
+                )
+        usage = group.usage
+        if usage is not None and not group.usage_done and group.usage_ctx is not None:
+            parts = (usage.input_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens)
+            total_in = sum(v for v in parts if v is not None) if any(v is not None for v in parts) else None
+            canonical = TokenUsage(
+                input_tokens=total_in,
+                output_tokens=usage.output_tokens,
+                cache_read_input_tokens=usage.cache_read_input_tokens,
+                cache_creation_input_tokens=usage.cache_creation_input_tokens,
+            )
+            if not canonical.is_empty():
+                key = group.key
+                coordinate = f"message:{key.split(chr(31), 1)[1]}:usage" if key else group.ctx.coordinate(0) + ":usage"
+                self.emit(
+                    group.usage_ctx,
+                    coordinate,
+                    family=Family.USAGE,
+                    usage=canonical,
+                    model=model,
+                    provider=provider,
+                    ambiguous=("model",) if group.model_conflict else (),
+                )
+                group.usage_done = True
+        if group.key is not None and len(group.key) <= 2 * MAX_ID:
+            self.done[group.key] = group.usage_done or bool(self.done.get(group.key))
+            self.done.move_to_end(group.key)
+            while len(self.done) > MAX_DONE_GROUPS:
+                self.done.popitem(last=False)
+
+    # -- tools -----------------------------------------------------------------------------
+    def tool_use(self, ctx: _Ctx, index: int, block: _Block, model: str | None) -> None:
+        name = block.name
+        call_id = block.id
+        value = block.input
+        if call_id and name and len(call_id) <= MAX_ID and len(name) <= MAX_ID:
+            self.calls[call_id] = name
+            while len(self.calls) > MAX_PENDING_CALLS:
+                self.calls.popitem(last=False)
+        try:
+            if name == "MultiEdit":
+                arguments = _multiedit_arguments(value)
+            else:
+                arguments = encode_arguments(
+                    value if isinstance(value, dict | list | str) else None,
+                    AUTHORED_KEYS.get(name or "", ()),
+                )
+        except BoundExceeded as exc:
+            self.quarantine(ctx.line, "unbounded_value", sid=ctx.sid, uuid=ctx.uuid, err=exc)
+            return
+        command = file_path = url = None
+        if name and isinstance(value, dict):
+            if name in COMMAND_TOOLS:
+                item = value.get("command")
+                command = item if isinstance(item, str) else None
+            elif name in PATH_FIELD:
+                item = value.get(PATH_FIELD[name])
+                file_path = item if isinstance(item, str) else None
+            elif name in URL_FIELD:
+                item = value.get(URL_FIELD[name])
+                url = item if isinstance(item, str) else None
+        self.emit(
+            ctx,
+            ctx.coordinate(index),
+            family=Family.TOOL,
+            stage=Stage.REQUESTED,
+            tool_name=name,
+            call_id=call_id,
+            arguments=arguments,
+            command=command,
+            file_path=file_path,
+            url=url,
+            model=model,
+            provider=provider_of(model) if model is not None else None,
+        )
+
+    def tool_results(self, ctx: _Ctx, rec: _Record, blocks: list[_Block], count: int, index_base: int = 0) -> None:
+        detail: _ToolUseResult | None = None
+        detail_read = False
+        for offset, block in enumerate(blocks):
+            if block.type != "tool_result":
+                continue
+            i = index_base + offset
+            call_id = block.tool_use_id
+            name = self.calls.pop(call_id, None) if call_id else None
+            text, unknown = _result_text(block.content)
+            for j in unknown:
+                self.quarantine(
+                    ctx.line,
+                    "unknown_content_block",
+                    sid=ctx.sid,
+                    uuid=ctx.uuid,
+                    field=f"message.content[{i}].content[{j}]",
+                )
+            interrupted = False
+            if count == 1 and rec.tool_use_result and (name is None or name in RESULT_DETAIL_TOOLS):
+                if not detail_read:
+                    detail_read = True
+                    detail = _tool_use_result(rec.tool_use_result)
+                if detail is not None:
+                    interrupted = detail.interrupted is True
+                    if detail.agent_id and call_id:
+                        self.link(ctx, detail.agent_id, call_id)
+            self.emit(
+                ctx,
+                ctx.coordinate(i),
+                family=Family.TOOL,
+                stage=Stage.RESULT,
+                tool_name=name,
+                call_id=call_id,
+                result=text,
+                is_error=block.is_error,
+                interrupted=interrupted,
+            )
+
+    # -- subagent links ------------------------------------------------------------------
+    def progress(self, line: Line, rec: _Record) -> None:
+        try:
+            data = _progress_decoder.decode(rec.data)
+        except msgspec.DecodeError:
+            return  # bookkeeping stays opaque when its payload is not the shape we link by
+        if data.type == "agent_progress" and data.agent_id and rec.parent_tool_use_id:
+            ctx = self.context(rec, line, rec.session_id or rec.session_id_alias)
+            self.link(ctx, data.agent_id, rec.parent_tool_use_id)
+
+    def link(self, ctx: _Ctx, agent_id: str, call_id: str) -> None:
+        """Session observation of a subagent, in the parent's source, naming the spawning call."""
+        if agent_id in self.linked or len(agent_id) > MAX_ID:
+            return
+        self.linked[agent_id] = None
+        while len(self.linked) > MAX_LINKED:
+            self.linked.popitem(last=False)
+        child = f"{ctx.sid}/{agent_id}"
+        link_ctx = _Ctx(
+            sid=child,
+            parent=ctx.sid,
+            agent=SUBAGENT,
+            cwd=ctx.cwd,
+            attributes={**ctx.attributes, "agent_id": agent_id},
+            occurred_at=ctx.occurred_at,
+            uuid=ctx.uuid,
+            line=ctx.line,
+            prov=ctx.prov,
+        )
+        link_ctx.identity = f"claude:{ctx.sid}"
+        self.emit(link_ctx, f"agent:{agent_id}:link", family=Family.SESSION, parent_call_id=call_id)
+
+
+def _tool_use_result(raw: msgspec.Raw) -> _ToolUseResult | None:
+    data = bytes(raw)
+    if not data.startswith(b"{"):
+        return None  # a plain string (errors, rejections)
+    try:
+        return _tool_use_result_decoder.decode(data)
+    except msgspec.DecodeError:
+        return None
+
+
+def _split_cursor(raw: bytes | None) -> tuple[JsonlCursor | None, bytes | None]:
+    """The reader's cursor and this adapter's carried state, decoded separately.
+
+    ``JsonlCursor.carry`` is typed ``msgspec.Raw | None``, which msgspec decodes only from
+    ``null``: a cursor holding a carry would be rejected whole. The carry is therefore taken
+    out of the document before the rest is handed to :func:`decode_cursor`.
+    """
+    if not raw:
+        return None, None
+    try:
+        document = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None, None
+    if not isinstance(document, dict):
+        return None, None
+    carry = document.pop("carry", None)
+    prior = decode_cursor(_carry_encoder.encode(document))
+    return prior, (_carry_encoder.encode(carry) if carry is not None and prior is not None else None)
+
+
+def _decode_failure(data: bytes) -> str:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "invalid_utf8"
+    return "malformed_json"
+
+
+class ClaudeAdapter:
+    """Source-owned adapter of ``claude.projects``: one transcript file per source."""
+
+    kind = KIND
+
+    def __init__(self, *, batch_bytes: int = BATCH_BYTES, max_batch_bytes: int = MAX_BATCH_BYTES) -> None:
+        self.batch_bytes = batch_bytes
+        self.max_batch_bytes = max(max_batch_bytes, batch_bytes)
+
+    def acquire(self, source: Source, cursor: bytes | None, ctx: AcquireContext) -> Iterator[Batch]:
+        prior, prior_carry = _split_cursor(cursor) if ctx.history is HistoryMode.INCREMENTAL else (None, None)
+        with JsonlReader(source.path, prior) as reader:
+            # The carried state belongs to the position it was saved at: a file read again
+            # from the start (replaced, truncated) starts with a clean state.
+            carry = prior_carry if prior is not None and reader.start_offset > 0 else None
+            scan = _Scan(source, carry)
+            start = end_offset = reader.start_offset
+            end_line = reader.start_line
+            for line in reader.lines():
+                scan.line(line)
+                if scan.ready is not None:
+                    batch, cut_offset, cut_line, cut_carry = scan.ready
+                    scan.ready = None
+                    batch.cursor = encode_cursor(reader.cursor(cut_offset, cut_line, carry=cut_carry))
+                    batch.bytes_read = cut_offset - start
+                    start = cut_offset
+                    yield batch
+                end_offset, end_line = line.offset + line.length + 1, line.number
+                window = end_offset - start
+                if window >= self.batch_bytes:
+                    if scan.group is None or window >= self.max_batch_bytes:
+                        scan.flush()
+                        scan.cut_wanted = False
+                        raw = encode_cursor(reader.cursor(end_offset, end_line, carry=scan.carry()))
+                        yield scan.take(window, raw)
+                        start = end_offset
+                    else:
+                        scan.cut_wanted = True  # cut where the open response closes
+            scan.flush()
+            raw = encode_cursor(reader.cursor(end_offset, end_line, carry=scan.carry()))
+            batch = scan.take(end_offset - start, raw)
+            batch.partial = reader.partial_tail
+            yield batch
