@@ -122,6 +122,8 @@ class JsonlReader:
         self.head_len = 0
         self.partial_tail = False  # a final line without newline was left for later
         self.bytes_read = 0
+        # Non-seekable streams: head bytes already consumed that lie past the start offset.
+        self._replay = b""
 
     # -- lifecycle -------------------------------------------------------------------
     def __enter__(self) -> JsonlReader:
@@ -170,8 +172,11 @@ class JsonlReader:
         self.head = _digest(head)
         if self._seekable:
             self._fh.seek(self.start_offset)
-        elif self.start_offset:
+        elif self.start_offset >= len(head):
             self._skip(self.start_offset - len(head))
+        else:
+            # The head was read from the stream and cannot be re-read: replay its tail.
+            self._replay = head[self.start_offset :]
 
     def _skip(self, count: int) -> None:
         assert self._fh is not None
@@ -209,7 +214,7 @@ class JsonlReader:
         read = fh.read
         max_line = self._max_line
         while True:
-            chunk = read(READ_CHUNK)
+            chunk, self._replay = (self._replay or read(READ_CHUNK)), b""
             if not chunk:
                 break
             self.bytes_read += len(chunk)

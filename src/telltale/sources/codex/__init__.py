@@ -1,4 +1,9 @@
-"""OpenAI Codex CLI rollouts under CodexHome (``$CODEX_HOME`` or ``~/.codex``)."""
+"""OpenAI Codex CLI rollouts under CodexHome (``$CODEX_HOME`` or ``~/.codex``).
+
+``SPECS`` declares the three stores (live, archived and headless rollouts);
+``CodexAdapter`` (in :mod:`.adapter`) maps one rollout file to canonical observations.
+Codex field names live only in this package (:mod:`.wire`).
+"""
 
 from __future__ import annotations
 
@@ -42,3 +47,8 @@ SPECS = (
         description="Codex headless (exec) session rollouts",
     ),
 )
+
+# Imported last: the adapter module imports this package's submodules.
+from telltale.sources.codex.adapter import CodexAdapter  # noqa: E402
+
+__all__ = ["SPECS", "CodexAdapter"]
