@@ -104,6 +104,7 @@ def test_entries_map_to_session_messages_tools_and_usage() -> None:
     assert usage[2].provider == "litellm" and usage[2].model == "deepseek-v3.2"
     for o in obs:
         assert o.session_id == "claw-fixture-tools" and o.cwd == "/home/claw/workspace"
+        assert o.agent == "main"  # agents/<agentId>/sessions/
         assert o.provenance.line == o.sequence
 
 
@@ -183,7 +184,8 @@ _DATA = TOOLS.read_bytes()
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cuts=st.lists(st.integers(min_value=0, max_value=len(_DATA)), min_size=1, max_size=6))
 def test_split_append_yields_same_observations(tmp_path: Path, cuts: list[int]) -> None:
-    path = tmp_path / "claw-split.jsonl"
+    path = tmp_path / "agents" / "main" / "sessions" / "claw-split.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"")
     cursor = None
     seen: list[Observation] = []

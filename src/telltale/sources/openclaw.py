@@ -29,6 +29,7 @@ from telltale.model import (
     iso_time,
 )
 from telltale.readers.jsonl import Line
+from telltale.readers.sqlite import MAX_BYTES, MAX_ROWS, SqliteSnapshot
 from telltale.sources._jsonl_driver import (
     Out,
     Recorder,
@@ -37,7 +38,7 @@ from telltale.sources._jsonl_driver import (
     first_str,
     json_text,
 )
-from telltale.sources.base import AcquireContext, Batch
+from telltale.sources.base import AcquireContext, Batch, HistoryMode
 from telltale.sources.spec import RootType, Source, SourceSpec, StoreLayout
 
 SPECS = (
@@ -259,10 +260,12 @@ class EntryMapper:
         *,
         pinned_session: str | None = None,
         attributes: dict[str, str] | None = None,
+        agent: str | None = None,
     ) -> None:
         self.kind = kind
         self.path = path
         self.state = state
+        self.agent = agent
         # SQLite rows name their session in a column: a header that disagrees is a conflict.
         self.pinned_session = pinned_session
         self.attributes = attributes or {}
@@ -345,6 +348,7 @@ class EntryMapper:
             "sequence": pos.sequence,
             "occurred_at": occurred,
             "cwd": self.state.cwd,
+            "agent": self.agent,
             "attributes": dict(self.attributes),
             "provenance": Provenance(
                 source_kind=self.kind, path=self.path, line=pos.line, offset=pos.offset, row=pos.row,
@@ -492,6 +496,16 @@ def _file_session(path: str) -> str:
     return name[:cut] if cut > 0 else name
 
 
+def agent_id(path: str) -> str | None:
+    """``<agentId>`` of ``agents/<agentId>/sessions/<file>`` or ``agents/<agentId>/agent/<db>``."""
+    parent = os.path.dirname(path)
+    if os.path.basename(parent) in ("sessions", "agent"):
+        grand = os.path.dirname(parent)
+        if os.path.basename(os.path.dirname(grand)) == "agents":
+            return os.path.basename(grand) or None
+    return None
+
+
 def rotation_attributes(path: str) -> dict[str, str]:
     """``{"rotation": "reset"|"deleted", "rotated_at": <suffix>}`` for a rotated transcript."""
     name = os.path.basename(path)
@@ -521,7 +535,8 @@ class _JsonlHandler:
             except msgspec.DecodeError:
                 state = MapperState()
         self.mapper = EntryMapper(
-            KIND_JSONL, source.path, state, attributes=rotation_attributes(source.path)
+            KIND_JSONL, source.path, state, attributes=rotation_attributes(source.path),
+            agent=agent_id(source.path),
         )
 
     def handle(self, line: Line, out: Out) -> None:
@@ -553,13 +568,151 @@ class OpenClawAdapter:
         return acquire_lines(source, cursor, ctx, lambda carry: _JsonlHandler(source, carry))
 
 
+# -- SQLite adapter ----------------------------------------------------------------------
+
+#: Rows fetched per keyset page.
+PAGE_ROWS = 1_000
+#: Event bytes per batch.
+SQLITE_BATCH_BYTES = 4 << 20
+#: Stop a scan while this much of the snapshot's admission budget is left (next scan continues).
+_ROW_HEADROOM = PAGE_ROWS + 1
+_BYTE_HEADROOM = 16 << 20
+
+
+class SqliteCursor(msgspec.Struct, omit_defaults=True):
+    """Per-session keyset: the highest ``seq`` mapped of every session seen."""
+
+    sessions: dict[str, int] = {}
+
+
+_sqlite_cursor_decoder = msgspec.json.Decoder(SqliteCursor)
+
+
+def _event_bytes(value: object) -> bytes | None:
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    if isinstance(value, bytes):
+        return value
+    return None
+
+
 class OpenClawSqliteAdapter:
-    """OpenClaw per-agent SQLite store: ``transcript_events`` rows, keyset ``(session_id, seq)``."""
+    """OpenClaw per-agent SQLite store: ``transcript_events`` rows, keyset ``(session_id, seq)``.
+
+    Rows hold the same entries as the JSONL lines (``seq`` 0 is the session header) and
+    go through the same :class:`EntryMapper`. The cursor keeps the highest ``seq`` per
+    session, so rows appended to any session (not only the last one in key order) are
+    found. A session resumed mid-way re-reads its header row (not re-emitted) for its cwd.
+    A scan stops before the reader's admission budget runs out and says so (partial);
+    the next scan continues from the cursor.
+    """
 
     kind = KIND_SQLITE
 
     def acquire(self, source: Source, cursor: bytes | None, ctx: AcquireContext) -> Iterator[Batch]:
-        raise SourceError("unsupported", "the shared SQLite reader is not available yet")
+        high: dict[str, int] = {}
+        if cursor and ctx.history is HistoryMode.INCREMENTAL:
+            try:
+                high = dict(_sqlite_cursor_decoder.decode(cursor).sessions)
+            except msgspec.DecodeError:
+                high = {}
+        agent = agent_id(source.path)
+        with SqliteSnapshot(source.path) as snap:
+            if "transcript_events" not in snap.tables():
+                # Older stores hold only auth/profile tables: nothing to acquire.
+                snap.verify_unchanged()
+                yield Batch(observations=[], quarantined=[], cursor=_encode_sqlite_cursor(high))
+                return
+            columns = set(snap.columns("transcript_events"))
+            if not {"session_id", "seq", "event_json"} <= columns:
+                raise SourceError("schema", "transcript_events lacks session_id, seq or event_json")
+            tops = snap.query_all(
+                "SELECT session_id, max(seq) AS top FROM transcript_events GROUP BY session_id ORDER BY session_id"
+            )
+            out = Out()
+            window = 0
+            stopped = False
+            for top_row in tops:
+                session_id, top = top_row["session_id"], top_row["top"]
+                if not isinstance(session_id, str) or not isinstance(top, int):
+                    raise SourceError("schema", "transcript_events session_id/seq of an unexpected type")
+                done = high.get(session_id, -1)
+                if top <= done:
+                    continue
+                mapper = EntryMapper(
+                    KIND_SQLITE, source.path, MapperState(), pinned_session=session_id, agent=agent
+                )
+                if done >= 0:
+                    self._prime(snap, mapper, session_id)
+                while done < top:
+                    if (
+                        snap.admission.rows + _ROW_HEADROOM > MAX_ROWS
+                        or snap.admission.bytes + _BYTE_HEADROOM > MAX_BYTES
+                    ):
+                        stopped = True
+                        break
+                    rows = snap.query_all(
+                        "SELECT seq, event_json FROM transcript_events"
+                        " WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                        (session_id, done, PAGE_ROWS),
+                    )
+                    if not rows:
+                        break
+                    for row in rows:
+                        seq = row["seq"]
+                        data = _event_bytes(row["event_json"])
+                        if not isinstance(seq, int):
+                            raise SourceError("schema", "transcript_events.seq is not an integer")
+                        pos = Position(sequence=seq, fallback=f"seq:{seq}", row=f"{session_id}:{seq}")
+                        if data is None:
+                            out.records_read += 1
+                            out.quarantined.append(mapper.quarantine("schema_mismatch", pos, None))
+                        else:
+                            mapper.map(data, pos, out)
+                            window += len(data)
+                        done = seq
+                        high[session_id] = seq
+                    if window >= SQLITE_BATCH_BYTES:
+                        snap.verify_unchanged()
+                        yield _sqlite_batch(out, high, window)
+                        out, window = Out(), 0
+                if stopped:
+                    break
+            snap.verify_unchanged()
+            batch = _sqlite_batch(out, high, window)
+            batch.partial = stopped
+            yield batch
+
+    @staticmethod
+    def _prime(snap: SqliteSnapshot, mapper: EntryMapper, session_id: str) -> None:
+        """Read a resumed session's header row for its state, without emitting it again."""
+        rows = snap.query_all(
+            "SELECT event_json FROM transcript_events WHERE session_id = ? AND seq = 0", (session_id,)
+        )
+        data = _event_bytes(rows[0]["event_json"]) if rows else None
+        if data is None:
+            return
+        try:
+            entry = _decoder.decode(data)
+        except msgspec.DecodeError:
+            return
+        if isinstance(entry, _SessionHeader) and entry.cwd is not None:
+            mapper.state.cwd = entry.cwd
+
+
+def _encode_sqlite_cursor(high: dict[str, int]) -> bytes:
+    return msgspec.json.encode(SqliteCursor(sessions=high))
+
+
+def _sqlite_batch(out: Out, high: dict[str, int], window: int) -> Batch:
+    return Batch(
+        observations=out.observations,
+        quarantined=out.quarantined,
+        cursor=_encode_sqlite_cursor(high),
+        records_read=out.records_read,
+        other_records=out.other_records,
+        bytes_read=window,
+    )
 
 
 __all__ = [
@@ -569,4 +722,5 @@ __all__ = [
     "OpenClawAdapter",
     "OpenClawSqliteAdapter",
     "Position",
+    "SqliteCursor",
 ]
