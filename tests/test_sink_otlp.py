@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import grpc
 import pytest
@@ -198,3 +199,32 @@ def test_flatten_and_build_accept_any_json_object(doc: dict[str, object]) -> Non
     assert len(rec.attributes) == len(pairs) + (1 if isinstance(doc.get("event"), dict)
                                                 and isinstance(doc["event"].get("action"), str) else 0)
     assert all(isinstance(k, str) for k, _ in pairs)
+
+
+def test_oteltap_third_party_receiver_accepts_our_requests() -> None:
+    """Interop: an independent OTLP/HTTP receiver (oteltap, Rust core) decodes our records."""
+    import asyncio
+    import socket
+
+    from oteltap import OtelTapHttpProtobufReceiver, OtelTapHttpProtobufReceiverSettings
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+
+    async def scenario() -> tuple[Any, Any]:
+        settings_ = OtelTapHttpProtobufReceiverSettings(http_port=port, listen_on_all_interfaces=False)
+        async with OtelTapHttpProtobufReceiver(settings_) as rx:
+            waiter = asyncio.ensure_future(rx.await_log(lambda r: r.event_name == "detection", timeout=10))
+            await asyncio.sleep(0.1)
+            sink = OtlpSink(name="otel", endpoint=f"http://127.0.0.1:{port}")
+            result = await asyncio.to_thread(sink.send, [make_event(7, action="detection", level="error")])
+            sink.close()
+            return result, await waiter
+
+    result, record = asyncio.run(scenario())
+    assert [i.outcome for i in result.items] == [Outcome.ACKED]
+    assert record.severity_number == 17
+    assert record.body.string_value == "tool_call Bash"
+    assert attrs(record)["event.id"] == "ev00000007"
