@@ -1,0 +1,76 @@
+"""Public types of discovery: what the pipeline, ``watch`` and ``telltale sources`` consume.
+
+They live apart from the algorithms so that callers can import them without pulling in
+the filesystem walk, and so tests can build expectations from the same types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import msgspec
+
+from telltale.sources.spec import Source
+
+#: Default number of filesystem probes (directory entries and path components) a
+#: bounded discovery may spend before it fails.
+DEFAULT_BUDGET = 100_000
+
+
+@dataclass(frozen=True)
+class DiscoveryOptions:
+    """What to discover and how.
+
+    ``root`` is ``"."`` (the literal) for environment-resolved host discovery, a fixture
+    tree, or any other directory, which is then treated as the home directory.
+    ``env`` and ``platform`` are injectable so every platform's rules can be tested on
+    one host; ``None`` means ``os.environ`` and the running platform.
+    """
+
+    root: str = "."
+    clients: tuple[str, ...] = ()
+    project_configs: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = None
+    platform: str | None = None
+    bounded: bool = False
+    budget: int = DEFAULT_BUDGET
+    #: Test seam: maps a path in the injected platform's syntax to the host path used for
+    #: filesystem calls (for example ``C:\\Users\\me`` to a temporary directory). Reported
+    #: paths keep the platform's syntax. ``None`` is the identity.
+    host_path: Callable[[str], str] | None = None
+
+
+class DiscoveryIssue(msgspec.Struct, frozen=True):
+    """A candidate or directory discovery rejected or could not read.
+
+    ``reason`` is a short token, ``path`` the filesystem path concerned and ``detail`` a
+    bounded, content-free explanation (an errno name, a budget); never file contents.
+    """
+
+    reason: str
+    path: str
+    detail: str = ""
+
+
+class StoreRoot(msgspec.Struct, frozen=True):
+    """A validated, existing directory that ``watch`` subscribes to.
+
+    ``exact_files`` non-empty means only those names in the directory can be sources
+    (an ``OPENCODE_DB`` override's parent, or a directory searched only for an exact
+    ``opencode.db``); empty means any entry may matter and the kinds' patterns decide.
+    """
+
+    path: str
+    recursive: bool
+    kinds: tuple[str, ...]
+    exact_files: tuple[str, ...] = ()
+
+
+class DiscoveryResult(msgspec.Struct):
+    """Sources sorted by ``Source.sort_key()``, issues, and the roots to watch."""
+
+    sources: list[Source]
+    errors: list[DiscoveryIssue]
+    fixture_tree: bool
+    store_roots: list[StoreRoot]
