@@ -41,12 +41,20 @@ def _validate(args: argparse.Namespace) -> int:
                           "warnings": loaded.warnings, "problems": problems}, indent=2))
     else:
         print(f"# {loaded.path}" + ("" if loaded.exists else " (not found: no outputs configured)"))
-        print(yaml.safe_dump({"outputs": view}, sort_keys=False, default_flow_style=False).rstrip())
+        shown = {"outputs": _without_nulls(view)}
+        print(yaml.safe_dump(shown, sort_keys=False, default_flow_style=False).rstrip())
         for warning in loaded.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def _without_nulls(value: Any) -> Any:
+    """Unset optional fields clutter the human view; ``--json`` keeps them."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    return value
 
 
 def register(subparsers: Any) -> None:
