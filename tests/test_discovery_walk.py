@@ -270,6 +270,52 @@ def test_walk_bind_mount_loop_guard(home: Path, monkeypatch: pytest.MonkeyPatch)
     assert [(e.reason, Path(e.path).name) for e in result.errors] == [("loop", "mnt")]
 
 
+def test_walk_zero_identity_from_scandir_uses_lstat(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Windows' DirEntry.stat() reports st_ino/st_dev as 0: sibling directories must not
+    # look like a loop, and sources must still carry their real identity.
+    for name in ("a", "b", "c"):
+        touch(home, f".claude/projects/{name}/s.jsonl")
+    real_scandir = os.scandir
+
+    class Entry:
+        def __init__(self, inner: os.DirEntry[str]) -> None:
+            self._inner = inner
+            self.name = inner.name
+
+        def is_symlink(self) -> bool:
+            return self._inner.is_symlink()
+
+        def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+            return self._inner.is_dir(follow_symlinks=follow_symlinks)
+
+        def is_file(self, *, follow_symlinks: bool = True) -> bool:
+            return self._inner.is_file(follow_symlinks=follow_symlinks)
+
+        def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+            st_ = self._inner.stat(follow_symlinks=follow_symlinks)
+            fields = list(st_)[:10]
+            fields[1] = fields[2] = 0  # st_ino, st_dev
+            return os.stat_result(fields)
+
+    class Wrapped:
+        def __init__(self, path: str) -> None:
+            with real_scandir(path) as it:
+                self.entries = [Entry(e) for e in it]
+
+        def __enter__(self) -> Iterator[Entry]:
+            return iter(self.entries)
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    monkeypatch.setattr(os, "scandir", Wrapped)
+    result = run(home, "claude")
+    assert result.errors == []
+    assert len(result.sources) == 3
+    for source in result.sources:
+        assert source.inode == os.lstat(source.path).st_ino != 0
+
+
 def test_walk_too_deep_is_reported(home: Path) -> None:
     deep = home / ".claude/projects"
     for i in range(walk.MAX_WALK_DEPTH + 2):

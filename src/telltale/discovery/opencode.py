@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from telltale.discovery.api import StoreRoot
 from telltale.discovery.roots import EnvView, Platform, RootSet, data_home_anchor
-from telltale.discovery.walk import Probe, WalkTarget, error_token, walk_store
+from telltale.discovery.walk import Probe, WalkTarget, entry_lstat, error_token, walk_store
 from telltale.sources.spec import RootType, Source, SourceSpec
 
 OPENCODE_KIND = "opencode.sqlite"
@@ -152,7 +152,7 @@ def _scan_data_dir(probe: Probe, spec: SourceSpec, directory: str, item: DataDir
             if entry.is_symlink():
                 probe.report("symlink", path, "linked database rejected")
                 continue
-            st = entry.stat(follow_symlinks=False)
+            st = entry_lstat(probe, entry, path)
         except FileNotFoundError:
             probe.report("vanished", path, "entry disappeared while listing")
             continue

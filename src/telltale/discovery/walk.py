@@ -32,6 +32,18 @@ def error_token(exc: OSError) -> str:
     return type(exc).__name__
 
 
+def entry_lstat(probe: Probe, entry: os.DirEntry[str], path: str) -> os.stat_result:
+    """``lstat`` of a listed entry, with a real identity.
+
+    ``DirEntry.stat`` is free on POSIX (one ``lstat``), but on Windows it reports
+    ``st_ino``/``st_dev`` as zero; then the path is ``lstat``ed for its file index.
+    """
+    st = entry.stat(follow_symlinks=False)
+    if st.st_ino == 0:
+        st = os.lstat(probe.host(path))
+    return st
+
+
 class Probe:
     """Filesystem access for one discovery: path mapping, budget and issue collection."""
 
@@ -225,7 +237,7 @@ def walk_store(probe: Probe, directory: str, targets: Sequence[WalkTarget]) -> W
                 continue
             child = prefix + name
             try:
-                st = entry.stat(follow_symlinks=False)
+                st = entry_lstat(probe, entry, child)
             except FileNotFoundError:
                 probe.report("vanished", child, "entry disappeared while listing")
                 continue
@@ -255,7 +267,7 @@ def walk_store(probe: Probe, directory: str, targets: Sequence[WalkTarget]) -> W
                 probe.report("too_deep", child, f"more than {MAX_WALK_DEPTH} levels below the store root")
                 continue
             try:
-                st = entry.stat(follow_symlinks=False)
+                st = entry_lstat(probe, entry, child)
             except FileNotFoundError:
                 probe.report("vanished", child, "entry disappeared while listing")
                 continue
