@@ -6,6 +6,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from telltale.errors import SourceError
 from telltale.model import Family, Observation, Quarantine, Stage
@@ -185,3 +187,25 @@ def test_log_without_items_is_acquired_empty(tmp_path: Path) -> None:
     assert obs == [] and quarantined == []
     assert batches[-1].records_read == 3
     assert batches[-1].other_records == 3
+
+_pieces = st.sampled_from([
+    "2026-05-07T09:00:00.000Z [INFO] ", "[INFO] ", "x [WARNING] ", "  ", "",
+    "Workspace initialized: s1 (checkpoints: 0)", "Workspace initialized: s2 {", "Session completed.",
+    "Accumulated output items (1): ", '[{"type":"function_call","name":"bash","arguments":"{\\"command\\":\\"ls\\"}"}]',
+    '[{"type":"message","role":"assistant","content":"hi"}', "]", '{"a":', "[]", "[1]", "tool output: ",
+])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.lists(_pieces, min_size=1, max_size=4).map("".join), min_size=1, max_size=8))
+def test_arbitrary_logs_fail_only_with_schema_error(tmp_path: Path, lines: list[str]) -> None:
+    path = tmp_path / "process-fuzz.log"
+    path.write_text("\n".join(lines) + "\n")
+    try:
+        obs, quarantined, batches = _scan(path)
+    except SourceError as exc:
+        assert exc.reason == "schema"  # only a non-object array element fails the source
+        return
+    assert all(o.session_id in ("s1",) for o in obs)
+    assert batches[-1].cursor is not None
+    assert {q.reason for q in quarantined} <= {"malformed_structured_output", "replay_unverifiable"}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from telltale.model import Family, Observation, Quarantine, Stage, TokenUsage
 from telltale.sources.base import AcquireContext, Batch
@@ -199,3 +201,32 @@ def test_two_scans_carry_pending_calls(tmp_path: Path) -> None:
     full, _, _ = _scan(EVENTS)
     assert [o.observation_id for o in first + second] == [o.observation_id for o in full]
     assert {o.cwd for o in second} == {"/home/dev/app"}
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=8,
+)
+_types = st.sampled_from([
+    "session.start", "user.message", "system.message", "assistant.message", "tool.execution_start",
+    "tool.execution_complete", "permission.requested", "permission.completed", "session.shutdown", "abort",
+    "session.model_change", "future.thing", "mystery",
+])
+_event = st.fixed_dictionaries(
+    {"type": _types},
+    optional={"id": st.text(max_size=4), "timestamp": _json, "data": st.dictionaries(
+        st.sampled_from(["content", "toolRequests", "toolCallId", "success", "result", "modelMetrics",
+                         "sessionId", "context", "outputTokens", "permissionRequest"]), _json, max_size=4)},
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=st.lists(_event | _json, min_size=1, max_size=6))
+def test_arbitrary_events_never_crash(tmp_path: Path, events: list[object]) -> None:
+    path = tmp_path / "fuzz-session" / "events.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in events))
+    obs, quarantined, batches = _scan(path)
+    assert batches[-1].records_read == len(events)
+    assert len(quarantined) + batches[-1].other_records <= len(events)
+    assert all(1 <= (o.provenance.line or 0) <= len(events) for o in obs)

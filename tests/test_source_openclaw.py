@@ -203,3 +203,35 @@ def test_split_append_yields_same_observations(tmp_path: Path, cuts: list[int]) 
         msgspec.json.encode(o).replace(str(TOOLS).encode(), str(path).encode()) for o in full
     ]
     path.unlink()
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=8,
+)
+_block = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "thinking", "toolCall", "image", "x"])},
+    optional={"text": _json, "id": _json, "name": _json, "arguments": _json},
+)
+_entry = st.fixed_dictionaries(
+    {"type": st.sampled_from(["message", "custom", "compaction", "unknown"]), "id": st.text(max_size=4)},
+    optional={
+        "message": st.fixed_dictionaries(
+            {"role": st.sampled_from(["user", "assistant", "toolResult", "x"])},
+            optional={"content": st.lists(_block, max_size=3) | _json, "usage": _json, "isError": _json,
+                      "toolCallId": _json, "details": _json},
+        ),
+    },
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.lists(_entry | _json, min_size=1, max_size=6))
+def test_arbitrary_entries_never_crash(tmp_path: Path, entries: list[object]) -> None:
+    path = tmp_path / "fuzz.jsonl"
+    path.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in entries))
+    obs, quarantined, batches = _scan(path)
+    assert batches[-1].records_read == len(entries)
+    assert all(q.session_id == "fuzz" for q in quarantined)
+    assert all(o.session_id == "fuzz" for o in obs)

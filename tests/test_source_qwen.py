@@ -279,3 +279,35 @@ def test_unreadable_lines_are_quarantined_content_free(tmp_path: Path, garbage: 
         "invalid_utf8" if garbage.startswith(b"\xff") else "malformed_json"
     ]
     assert [o.family for o in obs] == [Family.SESSION, Family.MESSAGE]
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=8,
+)
+_record = st.fixed_dictionaries(
+    {"type": st.sampled_from(["user", "assistant", "tool_result", "system", "other"]), "uuid": st.text(max_size=4)},
+    optional={
+        "sessionId": st.text(max_size=4) | _json,
+        "message": st.fixed_dictionaries({}, optional={"role": _json, "parts": st.lists(
+            st.dictionaries(st.sampled_from(["text", "thought", "functionCall", "functionResponse", "x"]), _json,
+                            max_size=3), max_size=3) | _json}),
+        "usageMetadata": st.dictionaries(st.sampled_from(["promptTokenCount", "candidatesTokenCount",
+                                                          "thoughtsTokenCount", "totalTokenCount"]),
+                                         st.integers(0, 10**6) | _json, max_size=4),
+        "toolCallResult": _json,
+    },
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=st.lists(_record | _json, min_size=1, max_size=6))
+def test_arbitrary_records_never_crash_and_every_line_is_accounted(tmp_path: Path, records: list[object]) -> None:
+    path = tmp_path / "fuzz.jsonl"
+    path.write_bytes(b"".join(msgspec.json.encode(r) + b"\n" for r in records))
+    obs, quarantined, batches = _scan(path)
+    assert batches[-1].records_read == len(records)
+    handled = {o.provenance.line for o in obs} | {q.line for q in quarantined}
+    # every line produced something, was quarantined, or was bookkeeping / empty of facts
+    assert handled <= set(range(1, len(records) + 1))
