@@ -308,15 +308,17 @@ class _Rollout:
         )
 
     def _emit(self, family: Family, coordinate: str, at: _At, record_id: str | None, **fields: Any) -> bool:
-        values: dict[str, Any] = {
-            "session_id": self.sid,
-            "agent": self.agent,
-            "model": self.model,
-            "provider": self.provider,
-            "cwd": self.cwd,
-            "occurred_at": _occurred_at(at.timestamp),
-        }
-        values.update(fields)
+        # Context from the session header and the current turn; only the session
+        # observation passes its own agent, provider and cwd.
+        fields["session_id"] = self.sid
+        fields["model"] = self.model
+        fields["occurred_at"] = _occurred_at(at.timestamp)
+        if "cwd" not in fields:
+            fields["agent"] = self.agent
+            fields["provider"] = self.provider
+            fields["cwd"] = self.cwd
+        if record_id is not None and len(record_id) > MAX_TRACKED_ID:
+            record_id = _bounded(record_id)
         try:
             observation = make_observation(
                 adapter=CLIENT,
@@ -327,13 +329,9 @@ class _Rollout:
                 source_kind=self.kind,
                 sequence=at.sequence,
                 provenance=Provenance(
-                    source_kind=self.kind,
-                    path=self.path,
-                    line=at.line,
-                    offset=at.offset,
-                    record_id=_bounded(record_id),
+                    source_kind=self.kind, path=self.path, line=at.line, offset=at.offset, record_id=record_id
                 ),
-                **values,
+                **fields,
             )
         except BoundExceeded as exc:
             self._quarantine("unbounded_value", at, record_id, exc.field, exc.bound)
@@ -550,7 +548,9 @@ class _Rollout:
         except msgspec.DecodeError as exc:
             self._undecodable(exc, at)
             return
-        if isinstance(item, wire.Message):
+        if isinstance(item, wire.BookkeepingItem):
+            self.other += 1
+        elif isinstance(item, wire.Message):
             self._message(item, at, metadata)
         elif isinstance(item, wire.FunctionCall):
             self._function_call(item, at)
@@ -911,7 +911,9 @@ class _Rollout:
         except msgspec.DecodeError as exc:
             self._undecodable(exc, at)
             return
-        if isinstance(event, wire.TokenCount):
+        if isinstance(event, wire.BookkeepingEvent):
+            self.other += 1
+        elif isinstance(event, wire.TokenCount):
             self._token_count(event, at)
         elif isinstance(event, wire.TurnAborted):
             self.other += 1
