@@ -1,7 +1,13 @@
-"""OpenCode: ``opencode.db`` (and channel databases) in the OpenCode data directory."""
+"""OpenCode: ``opencode.db`` (and channel databases) in the OpenCode data directory.
+
+The adapter reads the legacy ``message``/``part`` tables or the v2 ``session_message``
+table read-only (see :mod:`telltale.sources.opencode.adapter`); vendor field names live in
+:mod:`telltale.sources.opencode.native`.
+"""
 
 from __future__ import annotations
 
+from telltale.sources.opencode.adapter import OpenCodeAdapter
 from telltale.sources.spec import RootType, SourceSpec, StoreLayout
 
 SPECS = (
@@ -18,3 +24,5 @@ SPECS = (
         description="OpenCode SQLite store (legacy message/part and v2 session_message)",
     ),
 )
+
+__all__ = ["SPECS", "OpenCodeAdapter"]
