@@ -15,11 +15,9 @@ import pytest
 from telltale.cli.inventory import json_lines, write_table
 from telltale.inventory import take_inventory
 from telltale.inventory.scan_hook import (
-    INTERVAL_ENV,
     META_DIGEST,
     InventoryEmitter,
-    interval_from,
-    inventory_event,
+    inventory_events,
     inventory_hook,
 )
 from telltale.state import StateStore
@@ -124,24 +122,38 @@ def test_table_view(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 # -- scan hook ---------------------------------------------------------------------------------
 
 
-def test_INV_3_interval_from_args_and_env() -> None:
-    ns = argparse.Namespace()
-    assert interval_from(ns, {}) == 3600.0
-    assert interval_from(ns, {INTERVAL_ENV: "60"}) == 60.0
-    assert interval_from(ns, {INTERVAL_ENV: "off"}) is None
-    assert interval_from(ns, {INTERVAL_ENV: "junk"}) == 3600.0
-    assert interval_from(argparse.Namespace(inventory_interval=0), {INTERVAL_ENV: "60"}) == 0.0
-    assert interval_from(argparse.Namespace(inventory_interval=-5), {}) == 0.0
+def _ns(**kw: object) -> argparse.Namespace:
+    base: dict[str, object] = {"root": ".", "client": None, "install_inventory_disabled": False,
+                               "install_inventory_interval_seconds": 86_400.0}
+    base.update(kw)
+    return argparse.Namespace(**base)
 
 
-def test_inventory_hook_off_and_on(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(INTERVAL_ENV, "off")
-    assert inventory_hook(argparse.Namespace(root=".")) is None
-    monkeypatch.setenv(INTERVAL_ENV, "0")
-    hook = inventory_hook(argparse.Namespace(root=str(make_home(tmp_path))))
+def _emit(emitter: InventoryEmitter, state: StateStore | None, observed: str) -> list[dict[str, object]]:
+    """Run the hook the way the pipeline does: events, then the commit in one transaction."""
+    events, commit = emitter.events(state, observed)
+    if commit is not None:
+        if state is not None:
+            with state.transaction() as conn:
+                commit(conn)
+        else:
+            commit(None)
+    return events
+
+
+def test_INV_3_hook_disabled_filtered_and_on(tmp_path: Path) -> None:
+    assert inventory_hook(_ns(install_inventory_disabled=True)) is None
+    assert inventory_hook(_ns(client=["claude"])) is None  # skipped when --client filters
+    hook = inventory_hook(_ns(root=str(make_home(tmp_path)), install_inventory_interval_seconds=0))
     assert hook is not None
-    events = hook(None, "2026-01-01T00:00:00.000Z")
-    assert len(events) == 1 and events[0]["telltale"]["inventory"]["installed"] == ["claude", "copilot"]
+    events, commit = hook(None, "2026-01-01T00:00:00.000Z")
+    assert commit is not None
+    summary = events[-1]
+    assert summary["event"]["action"] == "inventory_summary"
+    assert summary["telltale"]["inventory"]["installed"] == ["claude", "copilot"]
+    per_agent = [e for e in events if e["event"]["action"] == "inventory"]
+    assert len(per_agent) == 12
+    assert all(e["event"]["dataset"] == "telltale.inventory" for e in events)
 
 
 def test_INV_3_emitter_cadence_and_emit_on_change(tmp_path: Path) -> None:
@@ -153,32 +165,45 @@ def test_INV_3_emitter_cadence_and_emit_on_change(tmp_path: Path) -> None:
     )
     state = StateStore(str(tmp_path / "state" / "state.db"))
     try:
-        first = emitter.events(state, "2026-01-01T00:00:00.000Z")
-        assert len(first) == 1
-        doc = first[0]
-        assert doc["event"]["dataset"] == "telltale.inventory" and doc["event"]["action"] == "install_inventory"
-        assert doc["telltale"]["inventory"]["previous_digest"] is None
-        assert state.meta(META_DIGEST) == doc["telltale"]["inventory"]["digest"].encode()
+        first = _emit(emitter, state, "2026-01-01T00:00:00.000Z")
+        summary = first[-1]
+        assert summary["telltale"]["inventory"]["previous_digest"] is None  # type: ignore[index]
+        assert state.meta(META_DIGEST) == summary["telltale"]["inventory"]["digest"].encode()  # type: ignore[index]
 
         clock[0] += 60  # not due yet
-        assert emitter.events(state, "t") == []
+        assert _emit(emitter, state, "t") == []
         clock[0] += 600  # due, unchanged: nothing
-        assert emitter.events(state, "t") == []
+        assert _emit(emitter, state, "t") == []
 
         (home / ".bun" / "install" / "global" / "node_modules" / "@openai" / "codex").mkdir(parents=True)
         clock[0] += 601
-        second = emitter.events(state, "t2")
-        assert len(second) == 1
-        inv = second[0]["telltale"]["inventory"]
+        second = _emit(emitter, state, "t2")
+        inv = second[-1]["telltale"]["inventory"]  # type: ignore[index]
         assert "codex" in inv["installed"]
-        assert inv["previous_digest"] == doc["telltale"]["inventory"]["digest"]
-        assert second[0]["event"]["id"] != doc["event"]["id"]
+        assert inv["previous_digest"] == summary["telltale"]["inventory"]["digest"]  # type: ignore[index]
+        assert second[-1]["event"]["id"] != summary["event"]["id"]  # type: ignore[index]
 
         # A new process (new emitter) with the same state: no re-emit of the same inventory.
         fresh = InventoryEmitter(
             lambda: take_inventory(str(home), {}, "linux", path_env="", consult_system=False), 0.0,
         )
-        assert fresh.events(state, "t3") == []
+        assert _emit(fresh, state, "t3") == []
+    finally:
+        state.close()
+
+
+def test_digest_is_not_recorded_unless_the_commit_runs(tmp_path: Path) -> None:
+    """Events lost in a crash before the commit are emitted again by the next scan."""
+    home = make_home(tmp_path)
+    state = StateStore(str(tmp_path / "state" / "state.db"))
+    try:
+        emitter = InventoryEmitter(lambda: take_inventory(str(home), {}, "linux", path_env="", consult_system=False),
+                                   0.0)
+        events, _commit = emitter.events(state, "t")  # the scan dies before committing
+        assert events
+        again = InventoryEmitter(lambda: take_inventory(str(home), {}, "linux", path_env="", consult_system=False),
+                                 0.0)
+        assert _emit(again, state, "t2")
     finally:
         state.close()
 
@@ -186,8 +211,8 @@ def test_INV_3_emitter_cadence_and_emit_on_change(tmp_path: Path) -> None:
 def test_emitter_without_state_remembers_in_memory(tmp_path: Path) -> None:
     home = make_home(tmp_path)
     emitter = InventoryEmitter(lambda: take_inventory(str(home), {}, "linux", path_env="", consult_system=False), 0.0)
-    assert len(emitter.events(None, "t")) == 1
-    assert emitter.events(None, "t") == []
+    assert len(_emit(emitter, None, "t")) == 13
+    assert _emit(emitter, None, "t") == []
 
 
 def test_emitter_failure_never_fails_the_scan(capsys: pytest.CaptureFixture[str]) -> None:
@@ -195,15 +220,15 @@ def test_emitter_failure_never_fails_the_scan(capsys: pytest.CaptureFixture[str]
         raise OSError("FAKE detail with /secret/path")
 
     emitter = InventoryEmitter(broken, 0.0)  # type: ignore[arg-type]
-    assert emitter.events(None, "t") == []
+    assert emitter.events(None, "t") == ([], None)
     err = capsys.readouterr().err
     assert "inventory skipped: OSError" in err and "/secret/path" not in err
 
 
-def test_inventory_event_id_depends_on_previous_digest(tmp_path: Path) -> None:
+def test_inventory_event_ids_follow_the_snapshot(tmp_path: Path) -> None:
     snap = take_inventory(str(make_home(tmp_path)), {}, "linux", path_env="", consult_system=False)
-    a = inventory_event(snap, observed_at="t", previous_digest=None)
-    b = inventory_event(snap, observed_at="t2", previous_digest="f" * 32)
-    assert a["event"]["id"] == inventory_event(snap, observed_at="later", previous_digest=None)["event"]["id"]
-    assert a["event"]["id"] != b["event"]["id"]
+    a = inventory_events(snap, observed_at="t", previous_digest=None)
+    b = inventory_events(snap, observed_at="later", previous_digest="f" * 32)
+    assert [e["event"]["id"] for e in a] == [e["event"]["id"] for e in b]
+    assert len({e["event"]["id"] for e in a}) == len(a)
     assert "FAKEFAKE" not in json.dumps(a) and str(tmp_path) not in json.dumps(a)

@@ -170,6 +170,16 @@ _STRING_FIELDS = (
 )
 
 
+# The bound of every string field of an Observation.
+_BOUNDS: dict[str, int] = {
+    **dict.fromkeys(_STRING_FIELDS, STRING_BOUND),
+    **dict.fromkeys(_AUTHORED_FIELDS, AUTHORED_TEXT_BOUND),
+    # The arguments document carries authored leaves, so its envelope shares that budget
+    # plus room for the ordinary leaves around them.
+    "arguments": AUTHORED_TEXT_BOUND + STRING_BOUND,
+}
+
+
 def utf8_len(value: str) -> int:
     """UTF-8 byte length without allocating for pure-ASCII fast paths."""
     if value.isascii():
@@ -248,13 +258,12 @@ def make_observation(
     of the store (its path), ``coordinate`` the native position of the fact inside it
     (for example ``"line:12:tool_use:toolu_1"``). Raises :class:`BoundExceeded`.
     """
-    for name in _STRING_FIELDS:
-        check_bound(name, fields.get(name), STRING_BOUND)
-    for name in _AUTHORED_FIELDS:
-        check_bound(name, fields.get(name), AUTHORED_TEXT_BOUND)
-    # The arguments document carries authored leaves, so its envelope shares that budget
-    # plus room for the ordinary leaves around them.
-    check_bound("arguments", fields.get("arguments"), AUTHORED_TEXT_BOUND + STRING_BOUND)
+    for name, value in fields.items():
+        # Only strings long enough to possibly exceed a bound pay for a byte count.
+        if value.__class__ is str and len(value) * 4 > STRING_BOUND:
+            bound = _BOUNDS.get(name)
+            if bound is not None:
+                check_bound(name, value, bound)
     attributes = fields.get("attributes")
     if attributes:
         for key, val in attributes.items():

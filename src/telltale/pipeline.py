@@ -39,6 +39,11 @@ WINDOW_SOURCES = 2_000
 _encoder = msgspec.json.Encoder()
 
 
+#: A step run at the end of an emitting scan (the inventory): the events it adds, and a
+#: function recording its own state inside the transaction that commits those events.
+ExtraEvents = Callable[[StateStore | None, str], tuple[list[dict[str, Any]], Callable[[Any], None] | None]]
+
+
 class SessionWindowLike(Protocol):
     def encode(self) -> bytes: ...
 
@@ -70,6 +75,7 @@ class ScanOptions:
     scan_duration_threshold_seconds: float = 300.0
     log_rotate_max_size: int = 100 * 1024 * 1024
     log_rotate_keep: int = 5
+    window_bytes: int = WINDOW_BYTES
 
 
 @dataclass
@@ -181,7 +187,7 @@ class Scanner:
         *,
         detector: Detector | None = None,
         progress: Callable[[str, int], None] | None = None,
-        extra_events: Callable[[StateStore | None, str], list[dict[str, Any]]] | None = None,
+        extra_events: ExtraEvents | None = None,
     ) -> None:
         self.options = options
         self.detector = detector
@@ -235,6 +241,7 @@ class Scanner:
                 continue
             cursor = self.state.cursor(source.kind, source.path) if (self.state and use_cursors) else None
             staged: list[bytes] = []
+            staged_size = 0
             staged_cursor: bytes | None = None
             staged_windows: dict[str, Any] = {}
             try:
@@ -247,22 +254,24 @@ class Scanner:
                     if batch.partial:
                         report.status = "partial"
                     self._quarantine(report, batch.quarantined)
-                    staged.extend(self._encode_observations(batch.observations))
+                    docs = self._encode_observations(batch.observations)
                     if self.detector is not None and batch.observations:
-                        docs = self._detect(batch.observations, staged_windows)
-                        report.detections += len(docs)
-                        staged.extend(docs)
+                        detections = self._detect(batch.observations, staged_windows)
+                        report.detections += len(detections)
+                        docs.extend(detections)
+                    staged.extend(docs)
+                    staged_size += sum(len(doc) + 1 for doc in docs)
                     if batch.cursor is not None:
                         staged_cursor = batch.cursor
                     if self.progress is not None:
                         self.progress("bytes", batch.bytes_read)
-                    if sum(len(x) for x in staged) >= WINDOW_BYTES and not opts.dry_run:
+                    if staged_size >= opts.window_bytes and not opts.dry_run:
                         # A long source: commit what it has so far at this resumable point.
                         self._stage_into(window, source, key, staged, staged_cursor, None,
                                          staged_windows, use_cursors)
                         emitted += self._flush(window)
                         window = _Window()
-                        staged, staged_windows = [], {}
+                        staged, staged_windows, staged_size = [], {}, 0
             except SourceError as exc:
                 report.status = "error"
                 report.error = exc.reason
@@ -284,7 +293,7 @@ class Scanner:
                         report.status = "empty"
                 self._stage_into(window, source, key, staged, staged_cursor, fp, staged_windows, use_cursors)
                 detections_total += report.detections
-                if not opts.dry_run and (window.size >= WINDOW_BYTES or window.sources >= WINDOW_SOURCES):
+                if not opts.dry_run and (window.size >= opts.window_bytes or window.sources >= WINDOW_SOURCES):
                     emitted += self._flush(window)
                     window = _Window()
             if self.progress is not None:
@@ -302,8 +311,10 @@ class Scanner:
                 )
             )
         health.extend(self._alerts(scan_id, reports, errors, duration, observed))
+        extra_commit: Callable[[Any], None] | None = None
         if self.extra_events is not None and not opts.dry_run:
-            health.extend(self.extra_events(self.state, observed))
+            extra_docs, extra_commit = self.extra_events(self.state, observed)
+            health.extend(extra_docs)
         quarantined = sum(r.quarantined for r in reports)
         result = ScanResult(
             scan_id=scan_id,
@@ -324,7 +335,7 @@ class Scanner:
             summary["duration_ns"] = int(duration * 1e9)
             health.append(scan_summary(scan_id=scan_id, summary=_summary_for_event(summary), observed_at=observed))
             window.add([_encoder.encode(doc) for doc in health])
-            self._flush(window)
+            self._flush(window, extra_commit)
         else:
             result.emitted_count = 0
         return result
@@ -401,7 +412,7 @@ class Scanner:
             for k, w in staged_windows.items():
                 window.windows[k] = w.encode()
 
-    def _flush(self, window: _Window) -> int:
+    def _flush(self, window: _Window, extra_commit: Callable[[Any], None] | None = None) -> int:
         """Write a window durably and commit its cursors. Returns events written."""
         if self.options.dry_run or self.state is None or self.sink is None or window.empty():
             return 0
@@ -429,7 +440,12 @@ class Scanner:
             assert self.state is not None
             self.state.set_meta(conn, "fingerprints", msgspec.msgpack.encode(current))
 
-        self.state.commit_window(pending, save_fingerprints)
+        def in_commit(conn: Any) -> None:
+            save_fingerprints(conn)
+            if extra_commit is not None:
+                extra_commit(conn)
+
+        self.state.commit_window(pending, in_commit)
         return len(window.lines)
 
     def _alerts(

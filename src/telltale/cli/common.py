@@ -13,7 +13,7 @@ import platformdirs
 from telltale.discovery import DiscoveryOptions, DiscoveryResult, discover
 from telltale.errors import UsageError
 from telltale.events.envelope import ContentMode
-from telltale.pipeline import Detector, ScanOptions, Scanner, refuse_paths_inside_stores
+from telltale.pipeline import WINDOW_BYTES, Detector, Scanner, ScanOptions, refuse_paths_inside_stores
 
 
 def default_state_dir() -> str:
@@ -79,6 +79,8 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allowlist", action="append", metavar="FILE", help="allowlist file (repeatable)")
     parser.add_argument("--no-detect", action="store_true", help="emit activity only; run no rules")
     parser.add_argument("--json", action="store_true", help="print the scan summary as JSON")
+    # Size of a write window in bytes of events; small values exercise crash recovery in tests.
+    parser.add_argument("--window-bytes", type=_size, default=WINDOW_BYTES, help=argparse.SUPPRESS)
 
 
 def discovery_options(args: argparse.Namespace) -> DiscoveryOptions:
@@ -110,6 +112,7 @@ def scan_options(args: argparse.Namespace, **extra: Any) -> ScanOptions:
         allow_fixtures=args.allow_fixtures,
         log_rotate_max_size=args.log_rotate_max_size,
         log_rotate_keep=args.log_rotate_keep,
+        window_bytes=args.window_bytes,
         **extra,
     )
 

@@ -43,6 +43,14 @@ def register(sub: Any) -> None:
         default="incremental",
         help="'all' reads every source from its earliest record and never reads or writes scan state",
     )
+    parser.add_argument(
+        "--install-inventory-interval-seconds",
+        type=float,
+        default=86_400.0,
+        metavar="S",
+        help="take the installed-agent inventory at most this often (0: every scan); emitted only on change",
+    )
+    parser.add_argument("--install-inventory-disabled", action="store_true", help="never take the inventory")
     parser.add_argument("--scanner-error-threshold", type=int, default=10, metavar="N")
     parser.add_argument("--scan-duration-threshold-seconds", type=float, default=300.0, metavar="S")
     add_scan_arguments(parser)
@@ -118,12 +126,11 @@ def _one_scan(args: argparse.Namespace, options: Any, detector: Any) -> int:
 
 
 def _inventory_hook(args: argparse.Namespace) -> Any:
-    try:
-        from telltale.inventory.scan_hook import inventory_hook
-    except ImportError:
+    if args.dry_run or args.backfill or args.history == "all":
         return None
-    hook: Any = inventory_hook(args)
-    return hook
+    from telltale.inventory.scan_hook import inventory_hook
+
+    return inventory_hook(args)
 
 
 def _hash(path: str) -> str:

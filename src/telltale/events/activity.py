@@ -10,13 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from telltale.events.envelope import ContentMode, base_event, path_hash
-from telltale.events.redaction import bounded, redact, value_hash
+from telltale.events.redaction import bounded, redact_cached, value_hash
 from telltale.model import Family, Observation, Stage
 
 #: Bound (characters) on commands, paths, URLs and argument text in redacted/full mode.
 FIELD_LIMIT = 2_048
 #: Bound on message and tool-result text in full mode.
 TEXT_LIMIT = 8_192
+
+#: Extra characters redacted past a bound, so a secret crossing the cut is still recognised.
+_MARGIN = 512
 
 _ACTIONS = {
     (Family.MESSAGE, None): "message",
@@ -44,8 +47,11 @@ class _Writer:
         self.truncated: list[str] = []
 
     def field(self, name: str, value: str, limit: int = FIELD_LIMIT) -> str:
-        text, cut = bounded(redact(value), limit)
-        if cut:
+        # Bound before redacting (large arguments would otherwise dominate the scan), with
+        # a margin so a secret that straddles the limit is still whole when redacted.
+        window, cut = bounded(value, limit + _MARGIN)
+        text, cut2 = bounded(redact_cached(window), limit)
+        if cut or cut2:
             self.truncated.append(name)
         return text
 

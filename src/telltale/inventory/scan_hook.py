@@ -25,38 +25,24 @@ import msgspec
 from telltale.inventory.model import InventorySnapshot
 from telltale.inventory.snapshot import DEFAULT_INVENTORY_INTERVAL, inventory_due, take_inventory
 
-#: Environment variable that sets the cadence in seconds (0: every scan; "off": never).
-INTERVAL_ENV = "TELLTALE_INVENTORY_INTERVAL_SECONDS"
 META_DIGEST = "inventory.digest"
 META_LAST_RUN = "inventory.last_run"
+
+#: What the pipeline calls once per emitting scan: events to write, and a function that
+#: records the new digest inside the same transaction that commits those events.
+Commit = Callable[[Any], None]
+Hook = Callable[[Any, str], tuple[list[dict[str, Any]], Commit | None]]
 
 
 class _State(Protocol):
     def meta(self, key: str) -> bytes | None: ...
     def set_meta(self, conn: Any, key: str, value: bytes) -> None: ...
-    def transaction(self) -> Any: ...
 
 
-def interval_from(args: argparse.Namespace, env: Mapping[str, str]) -> float | None:
-    """Cadence: ``args.inventory_interval`` if the scan parser has it, else the env var."""
-    value: object = getattr(args, "inventory_interval", None)
-    if value is None:
-        value = env.get(INTERVAL_ENV)
-    if value is None or value == "":
-        return DEFAULT_INVENTORY_INTERVAL
-    if isinstance(value, str) and value.strip().lower() in {"off", "never", "none"}:
-        return None
-    try:
-        seconds = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return DEFAULT_INVENTORY_INTERVAL
-    return max(seconds, 0.0)
-
-
-def inventory_hook(args: argparse.Namespace) -> Callable[[Any, str], list[dict[str, Any]]] | None:
-    """The ``extra_events`` callable for a scan, or None when inventory is switched off."""
-    interval = interval_from(args, os.environ)
-    if interval is None or getattr(args, "no_inventory", False):
+def inventory_hook(args: argparse.Namespace) -> Hook | None:
+    """The inventory step of a scan, or None when switched off or when ``--client`` filters."""
+    interval = getattr(args, "install_inventory_interval_seconds", DEFAULT_INVENTORY_INTERVAL)
+    if getattr(args, "install_inventory_disabled", False) or getattr(args, "client", None):
         return None
     root = getattr(args, "root", ".")
     if root in (None, "."):
@@ -68,7 +54,7 @@ def inventory_hook(args: argparse.Namespace) -> Callable[[Any, str], list[dict[s
         def snapshot() -> InventorySnapshot:
             # An explicit root is inspected as a home: no environment, PATH or system dirs.
             return take_inventory(home, {}, sys.platform, path_env="", consult_system=False)
-    return InventoryEmitter(snapshot, interval).events
+    return InventoryEmitter(snapshot, max(float(interval), 0.0)).events
 
 
 class InventoryEmitter:
@@ -82,14 +68,14 @@ class InventoryEmitter:
         self._digest: str | None = None
         self._last_run: float | None = None
 
-    def events(self, state: _State | None, observed_at: str) -> list[dict[str, Any]]:
+    def events(self, state: _State | None, observed_at: str) -> tuple[list[dict[str, Any]], Commit | None]:
         try:
             return self._events(state, observed_at)
         except Exception as exc:  # inventory must never fail a scan
             print(f"telltale: inventory skipped: {type(exc).__name__}", file=sys.stderr)
-            return []
+            return [], None
 
-    def _events(self, state: _State | None, observed_at: str) -> list[dict[str, Any]]:
+    def _events(self, state: _State | None, observed_at: str) -> tuple[list[dict[str, Any]], Commit | None]:
         last_digest, last_run = self._digest, self._last_run
         if state is not None:
             raw_digest, raw_run = state.meta(META_DIGEST), state.meta(META_LAST_RUN)
@@ -97,54 +83,76 @@ class InventoryEmitter:
             last_run = _float(raw_run)
         now = self.clock()
         if not inventory_due(last_run, now, self.interval):
-            return []
+            return [], None
         snap = self.snapshot()
         digest = snap.digest()
-        self._last_run = now
         emit = digest != last_digest
-        if emit:
-            self._digest = digest
-        if state is not None:
-            with state.transaction() as conn:
+
+        def commit(conn: Any) -> None:
+            # Runs inside the transaction that commits the events: both or neither.
+            self._last_run = now
+            if state is not None:
                 state.set_meta(conn, META_LAST_RUN, repr(now).encode())
                 if emit:
                     state.set_meta(conn, META_DIGEST, digest.encode())
-        return [inventory_event(snap, observed_at=observed_at, previous_digest=last_digest)] if emit else []
+            if emit:
+                self._digest = digest
+
+        events = inventory_events(snap, observed_at=observed_at, previous_digest=last_digest) if emit else []
+        return events, commit
 
 
-def inventory_event(snapshot: InventorySnapshot, *, observed_at: str, previous_digest: str | None) -> dict[str, Any]:
-    """One ``install_inventory`` state event; the id is derived from the (previous, new) digests."""
+def inventory_events(
+    snapshot: InventorySnapshot, *, observed_at: str, previous_digest: str | None
+) -> list[dict[str, Any]]:
+    """One ``inventory`` event per agent and one ``inventory_summary``; ids follow the digest."""
     from telltale.events.envelope import base_event, host_fields
 
     digest = snapshot.digest()
     host = str(host_fields().get("host", {}).get("name", ""))
-    event_id = hashlib.blake2b(
-        "\x1f".join(("install_inventory", host, previous_digest or "", digest)).encode(), digest_size=16
-    ).hexdigest()
-    doc = base_event(
-        event_id=event_id,
+
+    def event_id(*parts: str) -> str:
+        return hashlib.blake2b("\x1f".join(("inventory", host, digest, *parts)).encode(), digest_size=16).hexdigest()
+
+    docs: list[dict[str, Any]] = []
+    for agent in snapshot.agents:
+        doc = base_event(
+            event_id=event_id("agent", agent.agent),
+            dataset="telltale.inventory",
+            action="inventory",
+            kind="state",
+            timestamp=None,
+            observed_at=observed_at,
+        )
+        doc["event"].update({"category": ["host", "package"], "type": ["info"]})
+        doc["telltale"]["inventory"] = {"digest": digest, **msgspec.to_builtins(agent)}
+        doc["message"] = f"agent {agent.agent}: {agent.confidence}" + (" (installed)" if agent.installed else "")
+        docs.append(doc)
+    installed = [a.agent for a in snapshot.agents if a.installed]
+    partial = [a.agent for a in snapshot.agents if a.confidence == "partial"]
+    summary = base_event(
+        event_id=event_id("summary"),
         dataset="telltale.inventory",
-        action="install_inventory",
+        action="inventory_summary",
         kind="state",
         timestamp=None,
         observed_at=observed_at,
     )
-    doc["event"].update({"category": ["host", "package"], "type": ["info"]})
-    installed = [a.agent for a in snapshot.agents if a.installed]
-    partial = [a.agent for a in snapshot.agents if a.confidence == "partial"]
-    doc["telltale"]["inventory"] = {
+    summary["event"].update({"category": ["host", "package"], "type": ["info"]})
+    summary["telltale"]["inventory"] = {
         "digest": digest,
         "previous_digest": previous_digest,
         "schema_version": snapshot.schema_version,
         "platform": snapshot.platform,
         "installed": installed,
         "partial": partial,
-        "agents": msgspec.to_builtins(snapshot.agents),
+        "agent_count": len(snapshot.agents),
     }
-    doc["message"] = f"inventory: {len(installed)} installed ({', '.join(installed) or 'none'})" + (
+    summary["message"] = f"inventory: {len(installed)} installed ({', '.join(installed) or 'none'})" + (
         f", {len(partial)} partial ({', '.join(partial)})" if partial else ""
     )
-    return doc
+    docs.append(summary)
+    return docs
 
 
 def _float(raw: bytes | None) -> float | None:

@@ -22,7 +22,7 @@ from telltale.inventory.probes import AGENTS, AgentProbe
 from telltale.inventory.signals import Probe
 
 #: Default seconds between inventory runs inside ``telltale scan``/``watch`` (INV-3).
-DEFAULT_INVENTORY_INTERVAL = 3600.0
+DEFAULT_INVENTORY_INTERVAL = 86_400.0
 
 PLATFORMS: tuple[str, ...] = ("linux", "darwin", "win32")
 

@@ -56,7 +56,13 @@ class Line(msgspec.Struct, frozen=True):
     length: int
 
 
-_cursor_decoder = msgspec.json.Decoder(JsonlCursor)
+class _WireCursor(JsonlCursor, kw_only=True, omit_defaults=True):
+    """Decoding form: msgspec can decode ``Raw`` but not ``Raw | None``."""
+
+    carry: msgspec.Raw = msgspec.Raw(b"")
+
+
+_cursor_decoder = msgspec.json.Decoder(_WireCursor)
 _encoder = msgspec.json.Encoder()
 
 
@@ -64,11 +70,14 @@ def decode_cursor(raw: bytes | None) -> JsonlCursor | None:
     if not raw:
         return None
     try:
-        return _cursor_decoder.decode(raw)
+        wire = _cursor_decoder.decode(raw)
     except msgspec.DecodeError:
         # A cursor we cannot read is treated as absent: re-reading is at-least-once,
         # and event ids are deterministic, so downstream deduplication still holds.
         return None
+    fields = msgspec.structs.asdict(wire)
+    carry = fields.pop("carry")
+    return JsonlCursor(**fields, carry=carry if len(carry) else None)
 
 
 def encode_cursor(cursor: JsonlCursor) -> bytes:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import msgspec
 
 from telltale.model import BoundExceeded, Observation, Quarantine, make_observation
-from telltale.readers.jsonl import JsonlCursor, JsonlReader, Line, encode_cursor
+from telltale.readers.jsonl import JsonlCursor, JsonlReader, Line, decode_cursor, encode_cursor
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
 from telltale.sources.spec import Source
 
@@ -62,32 +62,9 @@ class LineHandler(Protocol):
 HandlerFactory = Callable[[bytes | None], LineHandler]
 
 
-class _WireCursor(JsonlCursor, kw_only=True, omit_defaults=True):
-    """Decoding twin of :class:`JsonlCursor`.
-
-    msgspec cannot decode ``Raw | None`` (it accepts only ``null`` there), so a cursor
-    with a carry would never decode and every scan would restart at byte 0. The carry is
-    read as a bare ``Raw`` (empty when absent) and converted back.
-    """
-
-    carry: msgspec.Raw = msgspec.Raw()
-
-
-_wire_decoder = msgspec.json.Decoder(_WireCursor)
-
-
 def decode_jsonl_cursor(raw: bytes | None) -> JsonlCursor | None:
-    """Like ``readers.jsonl.decode_cursor``, but keeps the adapter's carry."""
-    if not raw:
-        return None
-    try:
-        wire = _wire_decoder.decode(raw)
-    except msgspec.DecodeError:
-        # Unreadable: re-read from the start (at-least-once; ids are deterministic).
-        return None
-    fields = msgspec.structs.asdict(wire)
-    carry = fields.pop("carry")
-    return JsonlCursor(**fields, carry=carry if len(carry) else None)
+    """The reader's cursor decoding (kept as a name other adapters import)."""
+    return decode_cursor(raw)
 
 
 def acquire_lines(
