@@ -21,7 +21,7 @@ import zstandard
 
 from telltale.errors import SourceError
 from telltale.model import AUTHORED_TEXT_BOUND, STRING_BOUND, Family, Observation, Quarantine, Stage
-from telltale.sources._jsonl_driver import decode_jsonl_cursor as decode_cursor
+from telltale.readers.jsonl import decode_cursor
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
 from telltale.sources.codex import SPECS, CodexAdapter
 from telltale.sources.codex import adapter as codex_adapter
@@ -944,6 +944,15 @@ def test_carry_is_bounded(tmp_path: Path) -> None:
     assert carry["pending"][-1] == ["call_0599", "exec_command"]  # the oldest are dropped first
     assert len(carry["answered"]) == codex_adapter.MAX_ANSWERED
     assert len(bytes(cursor.carry)) < 64 * 1024
+
+
+def test_carry_does_not_keep_long_tool_names(tmp_path: Path) -> None:
+    name = "mcp__" + "n" * 1000
+    first = scan(write(tmp_path, meta(), function_call("c1", name, {})))
+    assert first.requested("c1").tool_name == name
+    cursor = decode_cursor(first.cursor)
+    assert cursor is not None and cursor.carry is not None
+    assert json.loads(bytes(cursor.carry))["pending"] == [["c1", None]]
 
 
 def test_oversized_line_is_quarantined_unread(tmp_path: Path) -> None:

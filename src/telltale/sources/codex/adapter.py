@@ -35,8 +35,7 @@ from telltale.model import (
     iso_time,
     make_observation,
 )
-from telltale.readers.jsonl import MAX_LINE_BYTES, JsonlCursor, JsonlReader, Line, encode_cursor
-from telltale.sources._jsonl_driver import decode_jsonl_cursor
+from telltale.readers.jsonl import MAX_LINE_BYTES, JsonlCursor, JsonlReader, Line, decode_cursor, encode_cursor
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
 from telltale.sources.codex import facets, wire
 from telltale.sources.spec import Source
@@ -641,7 +640,8 @@ class _Rollout:
     # -- tool calls ------------------------------------------------------------------
     def _track(self, call_id: str | None, name: str | None) -> None:
         if call_id and len(call_id) <= MAX_TRACKED_ID and call_id not in self.answered:
-            self.pending[call_id] = name
+            # The carry stays small: an absurdly long tool name is not remembered.
+            self.pending[call_id] = name if name is None or len(name) <= MAX_TRACKED_ID else None
             if len(self.pending) > MAX_PENDING:
                 del self.pending[next(iter(self.pending))]
 
@@ -1058,9 +1058,7 @@ def _encode_dict(args: dict[str, Any]) -> str | None:
 
 def _prior_state(cursor: bytes | None, ctx: AcquireContext) -> tuple[JsonlCursor | None, _Carry]:
     """The committed cursor and its carry; a cursor whose carry is unreadable is dropped."""
-    # readers.jsonl.decode_cursor cannot decode a cursor that has a carry (msgspec reads
-    # ``Raw | None`` as null only); the shared driver's decoder keeps it.
-    prior = decode_jsonl_cursor(cursor) if ctx.history is HistoryMode.INCREMENTAL else None
+    prior = decode_cursor(cursor) if ctx.history is HistoryMode.INCREMENTAL else None
     if prior is None or prior.offset == 0:
         return prior, _Carry()
     if prior.carry is None:
