@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -32,7 +33,7 @@ from telltale.model import (
     make_observation,
     utf8_len,
 )
-from telltale.readers.jsonl import JsonlCursor, JsonlReader, Line, decode_cursor, encode_cursor
+from telltale.readers.jsonl import JsonlReader, Line, decode_cursor, encode_cursor
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
 from telltale.sources.spec import RootType, Source, SourceSpec
 
@@ -150,13 +151,54 @@ MAX_STARTED = 32
 MAX_ID = 256
 
 _NO_RAW = msgspec.Raw(b"")
+_fromisoformat = datetime.fromisoformat
 
 
 # -- native records (typed, permissive: unknown fields are ignored) --------------------------
 
 
-class _Record(msgspec.Struct):
-    """Envelope of one line. Payloads stay raw until the outer ``type`` says what they are."""
+class _Part(msgspec.Struct, gc=False):
+    type: str | None = None
+    text: str | None = None
+
+
+class _Block(msgspec.Struct, gc=False):
+    type: str | None = None
+    text: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: Any = None
+    tool_use_id: str | None = None
+    content: str | list[_Part] | None = None
+    is_error: bool | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    role: str | None = None
+    model: str | None = None
+    id: str | None = None
+    content: str | list[_Block] | None = None
+    usage: _Usage | None = None
+
+
+class _ProgressData(msgspec.Struct, gc=False):
+    type: str | None = None
+    agent_id: str | None = msgspec.field(default=None, name="agentId")
+
+
+class _Record(msgspec.Struct, gc=False):
+    """One line, decoded in one pass; only the outer ``type`` decides what it means (CLAUDE-2).
+
+    A record whose fields do not have these types is looked at again through ``_Head``, so
+    bookkeeping with an unexpected payload shape stays opaque instead of being set aside.
+    """
 
     type: str | None = None
     uuid: str | None = None
@@ -171,13 +213,14 @@ class _Record(msgspec.Struct):
     git_branch: str | None = msgspec.field(default=None, name="gitBranch")
     timestamp: str | int | float | None = None
     parent_tool_use_id: str | None = msgspec.field(default=None, name="parentToolUseID")
-    message: msgspec.Raw = _NO_RAW
-    data: msgspec.Raw = _NO_RAW
+    message: _Message | None = None
+    data: _ProgressData | None = None
+    # Read only for the few tools whose structured result we use; skipped, not built, otherwise.
     tool_use_result: msgspec.Raw = msgspec.field(default=_NO_RAW, name="toolUseResult")
 
 
-class _Head(msgspec.Struct):
-    """Fallback view of a line whose envelope did not match ``_Record``'s types."""
+class _Head(msgspec.Struct, gc=False):
+    """Fallback view of a line whose fields did not match ``_Record``'s types."""
 
     type: Any = None
     uuid: Any = None
@@ -185,43 +228,7 @@ class _Head(msgspec.Struct):
     session_id_alias: Any = msgspec.field(default=None, name="session_id")
 
 
-class _Part(msgspec.Struct):
-    type: str | None = None
-    text: str | None = None
-
-
-class _Block(msgspec.Struct):
-    type: str | None = None
-    text: str | None = None
-    id: str | None = None
-    name: str | None = None
-    input: Any = None
-    tool_use_id: str | None = None
-    content: str | list[_Part] | None = None
-    is_error: bool | None = None
-
-
-class _Usage(msgspec.Struct):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
-    cache_creation_input_tokens: int | None = None
-
-
-class _Message(msgspec.Struct):
-    role: str | None = None
-    model: str | None = None
-    id: str | None = None
-    content: str | list[_Block] | None = None
-    usage: _Usage | None = None
-
-
-class _ProgressData(msgspec.Struct):
-    type: str | None = None
-    agent_id: str | None = msgspec.field(default=None, name="agentId")
-
-
-class _ToolUseResult(msgspec.Struct):
+class _ToolUseResult(msgspec.Struct, gc=False):
     interrupted: bool | None = None
     agent_id: str | None = msgspec.field(default=None, name="agentId")
 
@@ -239,8 +246,6 @@ class _Carry(msgspec.Struct, omit_defaults=True):
 
 _record_decoder = msgspec.json.Decoder(_Record)
 _head_decoder = msgspec.json.Decoder(_Head)
-_message_decoder = msgspec.json.Decoder(_Message)
-_progress_decoder = msgspec.json.Decoder(_ProgressData)
 _tool_use_result_decoder = msgspec.json.Decoder(_ToolUseResult)
 _carry_decoder = msgspec.json.Decoder(_Carry)
 _carry_encoder = msgspec.json.Encoder()
@@ -258,6 +263,26 @@ def provider_of(model: str | None) -> str:
         if "@" in model:
             return "gcp.vertex_ai"
     return "anthropic"
+
+
+def canonical_time(value: object) -> str | None:
+    """``iso_time``, skipping the reformat when the value already is canonical (Claude's own form)."""
+    if (
+        type(value) is str
+        and len(value) == 24
+        and value[23] == "Z"
+        and value[19] == "."
+        and value[10] == "T"
+        and value[4] == value[7] == "-"
+        and value[13] == value[16] == ":"
+        and value.isascii()
+    ):
+        try:
+            _fromisoformat(value[:23])
+        except ValueError:
+            return None
+        return value
+    return iso_time(value)
 
 
 def looks_injected(text: str) -> bool:
@@ -309,7 +334,19 @@ def _multiedit_arguments(value: Any) -> str | None:
 class _Ctx:
     """What every observation of one native record shares."""
 
-    __slots__ = ("agent", "attributes", "cwd", "identity", "line", "occurred_at", "parent", "prov", "sid", "uuid")
+    __slots__ = (
+        "agent",
+        "attributes",
+        "base",
+        "cwd",
+        "identity",
+        "line",
+        "occurred_at",
+        "parent",
+        "prov",
+        "sid",
+        "uuid",
+    )
 
     def __init__(
         self,
@@ -334,6 +371,22 @@ class _Ctx:
         self.line = line
         self.prov = prov
         self.identity = f"claude:{sid}"
+        # The fields every observation of the record shares; ``None`` ones are left out.
+        base: dict[str, Any] = {
+            "client": CLIENT,
+            "sequence": line.number,
+            "provenance": prov,
+            "session_id": sid,
+            "agent": agent,
+            "attributes": attributes,
+        }
+        if cwd is not None:
+            base["cwd"] = cwd
+        if occurred_at is not None:
+            base["occurred_at"] = occurred_at
+        if parent is not None:
+            base["parent_session_id"] = parent
+        self.base = base
 
     def coordinate(self, index: int) -> str:
         """Native position of block ``index``: by record uuid, else by the line's offset."""
@@ -393,6 +446,7 @@ class _Scan:
                 state = _Carry()  # unreadable state: start over (ids are deterministic)
         self.cur = state.cur
         self.via = frozenset(state.via)
+        self.camel = "sessionId" in self.via  # fast path of check_identity
         self.calls: OrderedDict[str, str] = OrderedDict(state.calls)
         self.done: OrderedDict[str, bool] = OrderedDict(state.done)
         self.linked: OrderedDict[str, None] = OrderedDict.fromkeys(state.linked)
@@ -420,19 +474,7 @@ class _Scan:
     def emit(self, ctx: _Ctx, coordinate: str, **fields: Any) -> None:
         try:
             obs = make_observation(
-                adapter=KIND,
-                source_identity=ctx.identity,
-                coordinate=coordinate,
-                client=CLIENT,
-                sequence=ctx.line.number,
-                provenance=ctx.prov,
-                session_id=ctx.sid,
-                agent=ctx.agent,
-                cwd=ctx.cwd,
-                occurred_at=ctx.occurred_at,
-                parent_session_id=ctx.parent,
-                attributes=ctx.attributes,
-                **fields,
+                adapter=KIND, source_identity=ctx.identity, coordinate=coordinate, **ctx.base, **fields
             )
         except BoundExceeded as exc:
             self.quarantine(ctx.line, "unbounded_value", sid=ctx.sid, uuid=ctx.uuid, err=exc)
@@ -522,9 +564,9 @@ class _Scan:
             self.identify(rec, line)
             self.records += 1
             self.other += 1
-            if kind == "progress" and rec.data:
+            if kind == "progress" and rec.data is not None:
                 self.progress(line, rec)
-        elif kind is None and rec.message:
+        elif kind is None and rec.message is not None:
             # No explicit outer type: the payload's own role may classify it (CLAUDE-2 only
             # gives an *explicit* outer type precedence).
             self.conversation(line, rec, None)
@@ -559,6 +601,8 @@ class _Scan:
         keeps writing a resumed session into one file) is accepted only through an alias that
         established the current identity; a different alias naming another session conflicts.
         """
+        if b is None and a is not None and a == self.cur and self.camel:
+            return a  # the common case: the same sessionId as the lines before
         a = a or None
         b = b or None
         if a is None and b is None:
@@ -581,6 +625,7 @@ class _Scan:
                 self.cur, self.via = value, aliases
         else:
             self.via = self.via | aliases
+        self.camel = "sessionId" in self.via
         return value
 
     def identify(self, rec: _Record, line: Line) -> str | None:
@@ -619,7 +664,7 @@ class _Scan:
             agent=agent,
             cwd=rec.cwd or None,
             attributes=attributes,
-            occurred_at=iso_time(rec.timestamp),
+            occurred_at=canonical_time(rec.timestamp),
             uuid=uuid,
             line=line,
             prov=Provenance(source_kind=KIND, path=self.path, line=line.number, offset=line.offset, record_id=uuid),
@@ -627,10 +672,7 @@ class _Scan:
 
     # -- conversation records ------------------------------------------------------------
     def conversation(self, line: Line, rec: _Record, kind: str | None) -> None:
-        try:
-            msg = _message_decoder.decode(rec.message) if rec.message else None
-        except msgspec.DecodeError:
-            msg = None
+        msg = rec.message
         if msg is None or msg.content is None:
             self.identify(rec, line)
             self.records += 1
@@ -648,7 +690,7 @@ class _Scan:
             # A response group closes when another response (or a record without one) starts.
             if self.group is not None and (msg.id is None or self.group.key != self.group_key(rec, msg.id)):
                 self.boundary(line)
-        elif isinstance(content, str) or any(block.type != "tool_result" for block in content):
+        elif isinstance(content, str) or not all(block.type == "tool_result" for block in content):
             # A user record with anything but tool results is a new turn; tool results of a
             # response's parallel calls arrive between its lines and do not close it.
             self.boundary(line)
@@ -867,20 +909,17 @@ class _Scan:
             elif name in URL_FIELD:
                 item = value.get(URL_FIELD[name])
                 url = item if isinstance(item, str) else None
-        self.emit(
-            ctx,
-            ctx.coordinate(index),
-            family=Family.TOOL,
-            stage=Stage.REQUESTED,
-            tool_name=name,
-            call_id=call_id,
-            arguments=arguments,
-            command=command,
-            file_path=file_path,
-            url=url,
-            model=model,
-            provider=provider_of(model) if model is not None else None,
-        )
+        fields: dict[str, Any] = {"tool_name": name, "call_id": call_id, "arguments": arguments}
+        if command is not None:
+            fields["command"] = command
+        if file_path is not None:
+            fields["file_path"] = file_path
+        if url is not None:
+            fields["url"] = url
+        if model is not None:
+            fields["model"] = model
+            fields["provider"] = provider_of(model)
+        self.emit(ctx, ctx.coordinate(index), family=Family.TOOL, stage=Stage.REQUESTED, **fields)
 
     def tool_results(self, ctx: _Ctx, rec: _Record, blocks: list[_Block], count: int, index_base: int = 0) -> None:
         detail: _ToolUseResult | None = None
@@ -923,11 +962,8 @@ class _Scan:
 
     # -- subagent links ------------------------------------------------------------------
     def progress(self, line: Line, rec: _Record) -> None:
-        try:
-            data = _progress_decoder.decode(rec.data)
-        except msgspec.DecodeError:
-            return  # bookkeeping stays opaque when its payload is not the shape we link by
-        if data.type == "agent_progress" and data.agent_id and rec.parent_tool_use_id:
+        data = rec.data
+        if data is not None and data.type == "agent_progress" and data.agent_id and rec.parent_tool_use_id:
             ctx = self.context(rec, line, rec.session_id or rec.session_id_alias)
             self.link(ctx, data.agent_id, rec.parent_tool_use_id)
 
@@ -964,26 +1000,6 @@ def _tool_use_result(raw: msgspec.Raw) -> _ToolUseResult | None:
         return None
 
 
-def _split_cursor(raw: bytes | None) -> tuple[JsonlCursor | None, bytes | None]:
-    """The reader's cursor and this adapter's carried state, decoded separately.
-
-    ``JsonlCursor.carry`` is typed ``msgspec.Raw | None``, which msgspec decodes only from
-    ``null``: a cursor holding a carry would be rejected whole. The carry is therefore taken
-    out of the document before the rest is handed to :func:`decode_cursor`.
-    """
-    if not raw:
-        return None, None
-    try:
-        document = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
-        return None, None
-    if not isinstance(document, dict):
-        return None, None
-    carry = document.pop("carry", None)
-    prior = decode_cursor(_carry_encoder.encode(document))
-    return prior, (_carry_encoder.encode(carry) if carry is not None and prior is not None else None)
-
-
 def _decode_failure(data: bytes) -> str:
     try:
         data.decode("utf-8")
@@ -1002,11 +1018,13 @@ class ClaudeAdapter:
         self.max_batch_bytes = max(max_batch_bytes, batch_bytes)
 
     def acquire(self, source: Source, cursor: bytes | None, ctx: AcquireContext) -> Iterator[Batch]:
-        prior, prior_carry = _split_cursor(cursor) if ctx.history is HistoryMode.INCREMENTAL else (None, None)
+        prior = decode_cursor(cursor) if ctx.history is HistoryMode.INCREMENTAL else None
         with JsonlReader(source.path, prior) as reader:
             # The carried state belongs to the position it was saved at: a file read again
             # from the start (replaced, truncated) starts with a clean state.
-            carry = prior_carry if prior is not None and reader.start_offset > 0 else None
+            carry = bytes(prior.carry) if prior is not None and prior.carry is not None else None
+            if reader.start_offset == 0:
+                carry = None
             scan = _Scan(source, carry)
             start = end_offset = reader.start_offset
             end_line = reader.start_line
