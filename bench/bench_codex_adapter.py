@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -57,7 +58,7 @@ def _adapter(files: list[Path]) -> int:
     return count
 
 
-def _best(fn, files: list[Path], repeat: int) -> tuple[float, int]:  # type: ignore[no-untyped-def]
+def _best(fn: Callable[[list[Path]], int], files: list[Path], repeat: int) -> tuple[float, int]:
     best = float("inf")
     result = 0
     for _ in range(repeat):

@@ -541,6 +541,14 @@ def test_CODEX_17_rest_of_rollout_is_evaluated_and_coverage_partial() -> None:
         ([meta(), line("response_item", "not an object")], "wrapper"),
         ([meta(history_base={"thread_id": "p", "end_ordinal_exclusive": "7", "end_byte_offset": 10})], "coordinate"),
         ([meta(history_base={"thread_id": "p", "end_ordinal_exclusive": 0, "end_byte_offset": 10})], "coordinate"),
+        ([meta(history_base="p:7")], "coordinate"),
+        (
+            [
+                line("event_msg", {"type": "task_started"}),
+                meta(history_base={"thread_id": "p", "end_ordinal_exclusive": 3, "end_byte_offset": 1}),
+            ],
+            "coordinate",
+        ),
         (
             [
                 meta(),
@@ -560,6 +568,13 @@ def test_CODEX_18_wrapper_coordinate_and_ownership_errors_fail_the_source(
         scan(write(tmp_path, *lines))
     assert info.value.reason == reason
     assert "FAKE" not in str(info.value)
+
+
+def test_session_meta_fields_of_another_type_do_not_fail_the_source(tmp_path: Path) -> None:
+    path = write(tmp_path, meta(cwd=5, model_provider={"name": "openai"}, originator=["x"], agent_nickname=7))
+    (session,) = scan(path).observations
+    assert (session.session_id, session.cwd, session.provider, session.agent) == ("sess-1", None, None, "codex")
+    assert session.attributes == {"source": "cli"}
 
 
 def test_CODEX_18_repeated_own_header_and_copied_parent_header_are_bookkeeping(tmp_path: Path) -> None:

@@ -136,6 +136,11 @@ def _occurred_at(raw: object) -> str | None:
     return iso_time(raw)
 
 
+def _text(value: object) -> str | None:
+    """A header value of the expected type (string), else nothing."""
+    return value if isinstance(value, str) else None
+
+
 def _bounded(value: object) -> str | None:
     """A context string kept in state only when it fits the ordinary bound."""
     if isinstance(value, str) and value and len(value.encode("utf-8", "surrogatepass")) <= STRING_BOUND:
@@ -460,15 +465,15 @@ class _Rollout:
         self.provider = _bounded(meta.model_provider)
         self.model = _bounded(meta.model) or self.model
         self.forked_from = _bounded(meta.forked_from_id)
-        nickname, role, spawn_parent = meta.agent_nickname, meta.agent_role, None
+        nickname, role, spawn_parent = _text(meta.agent_nickname), _text(meta.agent_role), None
         source_label: str | None = meta.source if isinstance(meta.source, str) else None
         if isinstance(meta.source, dict) and "subagent" in meta.source:
             source_label = "subagent"
             spawn = meta.source["subagent"]
             spawn = spawn.get("thread_spawn") if isinstance(spawn, dict) else None
             if isinstance(spawn, dict):
-                nickname = nickname or spawn.get("agent_nickname")
-                role = role or spawn.get("agent_role")
+                nickname = nickname or _text(spawn.get("agent_nickname"))
+                role = role or _text(spawn.get("agent_role"))
                 spawn_parent = spawn.get("parent_thread_id")
         self.agent = _bounded(nickname) or ("codex-headless" if source_label == "exec" else "codex")
         self.parent = _bounded(meta.parent_thread_id) or _bounded(spawn_parent) or self.forked_from
@@ -479,13 +484,13 @@ class _Rollout:
                 ("cli_version", meta.cli_version),
                 ("source", source_label),
                 ("thread_source", meta.thread_source),
-                ("agent_role", role if isinstance(role, str) else None),
+                ("agent_role", role),
                 ("forked_from_id", self.forked_from),
             )
             if isinstance(v, str) and v
         }
         if meta.history_base is not None:
-            attributes["history_base_thread_id"] = str(meta.history_base.thread_id)
+            attributes["history_base_thread_id"] = meta.history_base["thread_id"]
             attributes["history_base_end_ordinal"] = str(self.base)
         if at.timestamp is None:
             at.timestamp = meta.timestamp
@@ -494,22 +499,26 @@ class _Rollout:
             f"off:{at.offset}:session",
             at,
             self.sid,
-            cwd=meta.cwd,
+            cwd=_text(meta.cwd),
             agent=self.agent,
-            provider=meta.model_provider,
+            provider=_text(meta.model_provider),
             parent_session_id=self.parent,
             attributes=attributes,
         )
 
-    def _history_base(self, base: wire.HistoryBase | None, at: _At, line: Line, explicit_ordinal: bool) -> None:
+    def _history_base(self, base: object, at: _At, line: Line, explicit_ordinal: bool) -> None:
         """A fork's ordinals continue from its parent's ``end_ordinal_exclusive`` (CODEX-4)."""
         if base is None:
             return
-        end = base.end_ordinal_exclusive
-        offset = base.end_byte_offset
+        if not isinstance(base, dict):
+            raise SourceError("coordinate", "history_base is malformed")
+        thread = base.get("thread_id")
+        end = base.get("end_ordinal_exclusive")
+        offset = base.get("end_byte_offset")
         if (
-            not isinstance(base.thread_id, str)
-            or not base.thread_id
+            not isinstance(thread, str)
+            or not thread
+            or len(thread) > MAX_TRACKED_ID
             or type(end) is not int
             or end < 1
             or type(offset) is not int

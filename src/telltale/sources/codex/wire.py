@@ -53,29 +53,28 @@ class Kind(msgspec.Struct):
 # -- session_meta / turn_context -----------------------------------------------------
 
 
-class HistoryBase(msgspec.Struct):
-    thread_id: Any = None
-    end_ordinal_exclusive: Any = None
-    end_byte_offset: Any = None
-
-
 class SessionMeta(msgspec.Struct):
-    """``session_meta`` payload (G2) or the G1 header line."""
+    """``session_meta`` payload (G2) or the G1 header line.
+
+    Fields are untyped on purpose: the header decides ownership of the whole file, so a
+    field whose type drifts in a new Codex release must not fail the source. The adapter
+    keeps only values of the expected type.
+    """
 
     id: Any = None
     timestamp: Any = None
-    cwd: str | None = None
-    originator: str | None = None
-    cli_version: str | None = None
+    cwd: Any = None
+    originator: Any = None
+    cli_version: Any = None
     source: Any = None
-    model_provider: str | None = None
-    model: str | None = None
-    agent_nickname: str | None = None
-    agent_role: str | None = None
-    forked_from_id: str | None = None
-    parent_thread_id: str | None = None
-    thread_source: str | None = None
-    history_base: HistoryBase | None = None
+    model_provider: Any = None
+    model: Any = None
+    agent_nickname: Any = None
+    agent_role: Any = None
+    forked_from_id: Any = None
+    parent_thread_id: Any = None
+    thread_source: Any = None
+    history_base: Any = None
     subagent_history_start_ordinal: Any = None
 
 
