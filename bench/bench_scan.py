@@ -13,6 +13,7 @@ Measures, with the real CLI in a subprocess (one core: the scanner is single-thr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -46,10 +47,8 @@ def plain_decode(projects: Path) -> float:
     for path in sorted(projects.rglob("*.jsonl")):
         with path.open("rb") as fh:
             for line in fh:
-                try:
+                with contextlib.suppress(msgspec.DecodeError):
                     decoder.decode(line)
-                except msgspec.DecodeError:
-                    pass
     return time.perf_counter() - start
 
 

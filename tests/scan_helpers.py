@@ -13,7 +13,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def cli_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "CLAUDE_", "OPENCODE_", "TELLTALE_", "XDG_", "COPILOT_"))}
+    scrub = ("CODEX_", "CLAUDE_", "OPENCODE_", "TELLTALE_", "XDG_", "COPILOT_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(scrub)}
     env["HOME"] = str(home)
     env["XDG_STATE_HOME"] = str(home / ".state-out")
     env["PYTHONPATH"] = str(REPO / "src")
@@ -58,7 +59,8 @@ def write_claude_session(root: Path, slug: str, session: str, n_turns: int, *, s
                     "userType": "external", "timestamp": f"2026-11-20T10:{i // 60 % 60:02d}:{i % 60:02d}.000Z"}
             fh.write(json.dumps({**base, "type": "user", "uuid": f"{session}-u{i}", "parentUuid": None,
                                  "message": {"role": "user", "content": f"please run step {i}"}}) + "\n")
-            fh.write(json.dumps({**base, "type": "assistant", "uuid": f"{session}-a{i}", "parentUuid": f"{session}-u{i}",
+            fh.write(json.dumps({**base, "type": "assistant", "uuid": f"{session}-a{i}",
+                                 "parentUuid": f"{session}-u{i}",
                                  "requestId": f"req_{i}", "message": {
                                      "id": f"msg_{session}_{i}", "type": "message", "role": "assistant",
                                      "model": "claude-sonnet-4-5",

@@ -130,7 +130,7 @@ def test_vanished_file_is_a_bounded_source_error(tmp_path: Path) -> None:
     records=st.lists(st.text(alphabet="ab\u00e9{}\":", max_size=30), min_size=1, max_size=25),
     cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=6),
 )
-def test_property_any_append_split_yields_same_lines(tmp_path_factory: object, records: list[str], cuts: list[int]) -> None:
+def test_property_any_append_split_yields_same_lines(records: list[str], cuts: list[int]) -> None:
     """Appending a file in arbitrary byte chunks across reads gives the same lines as one read."""
     import tempfile
 

@@ -15,7 +15,11 @@ CASES = [
     ("push with ghp_FAKEfakeFAKEfakeFAKEfake01234", "ghp_FAKEfakeFAKEfakeFAKEfake01234", "github_token"),
     ("github_pat_11FAKEFAKE0123456789_abcdefghijklmnop", "github_pat_11FAKEFAKE0123456789_abcdefghijklmnop", None),
     ("aws AKIAFAKEFAKEFAKE1234 here", "AKIAFAKEFAKEFAKE1234", "aws_access_key"),
-    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiFAKEFAKEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiFAKEFAKEKEY", None),
+    (
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiFAKEFAKEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiFAKEFAKEKEY",
+        None,
+    ),
     ("slack xoxb-0000000000-FAKEfakeFAKE", "xoxb-0000000000-FAKEfakeFAKE", "slack_token"),
     (
         "jwt eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJmYWtlIn0.ZmFrZXNpZ25hdHVyZQ",

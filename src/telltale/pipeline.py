@@ -25,6 +25,7 @@ from telltale.events.activity import activity_event
 from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now
 from telltale.events.health import operational_alert, scan_summary, scanner_error
 from telltale.model import Observation, Quarantine
+from telltale.sinks import outbox
 from telltale.sinks.jsonl import JsonlSink
 from telltale.sources.base import AcquireContext, HistoryMode
 from telltale.sources.registry import adapter_for
@@ -37,6 +38,13 @@ WINDOW_BYTES = 8 << 20
 WINDOW_SOURCES = 2_000
 
 _encoder = msgspec.json.Encoder()
+
+#: One encoded event: its ``event.id`` and its JSONL line (no newline).
+Item = tuple[str, bytes]
+
+
+def _item(doc: dict[str, Any]) -> Item:
+    return str(doc["event"]["id"]), _encoder.encode(doc)
 
 
 #: A step run at the end of an emitting scan (the inventory): the events it adds, and a
@@ -76,6 +84,9 @@ class ScanOptions:
     log_rotate_max_size: int = 100 * 1024 * 1024
     log_rotate_keep: int = 5
     window_bytes: int = WINDOW_BYTES
+    #: Names of the remote outputs whose outbox receives every event of a window.
+    remote_sinks: tuple[str, ...] = ()
+    outbox_capacity: int = 1_000_000
 
 
 @dataclass
@@ -164,15 +175,18 @@ class _Window:
 
     def __init__(self) -> None:
         self.lines: list[bytes] = []
+        self.ids: list[str] = []
         self.size = 0
         self.cursors: dict[str, CursorUpdate] = {}
         self.fingerprints: dict[str, str] = {}
         self.windows: dict[str, bytes] = {}
         self.sources = 0
 
-    def add(self, lines: list[bytes]) -> None:
-        self.lines.extend(lines)
-        self.size += sum(len(line) + 1 for line in lines)
+    def add(self, items: list[Item]) -> None:
+        for event_id, line in items:
+            self.ids.append(event_id)
+            self.lines.append(line)
+            self.size += len(line) + 1
 
     def empty(self) -> bool:
         return not self.lines and not self.cursors and not self.windows
@@ -202,6 +216,11 @@ class Scanner:
             )
         elif os.path.exists(options.state_path):
             self.state = _read_only_state(options.state_path)
+        #: Set when the outbox was full for a window (its events stay in the JSONL log only).
+        self.outbox_full = False
+        if self.state is not None and options.remote_sinks and not options.dry_run:
+            with self.state.transaction() as conn:
+                outbox.ensure_schema(conn)
 
     def close(self) -> None:
         if self.state is not None:
@@ -216,7 +235,7 @@ class Scanner:
         scan_id = uuid.uuid4().hex
         recovered = None
         if self.state is not None and not opts.dry_run:
-            recovered = self.state.recover()
+            recovered = self.state.recover(self._recovered_enqueue if opts.remote_sinks else None)
         selected = list(sources)
         if opts.max_sources is not None:
             selected = selected[: opts.max_sources]
@@ -240,7 +259,7 @@ class Scanner:
                 report.status = "unchanged"
                 continue
             cursor = self.state.cursor(source.kind, source.path) if (self.state and use_cursors) else None
-            staged: list[bytes] = []
+            staged: list[Item] = []
             staged_size = 0
             staged_cursor: bytes | None = None
             staged_windows: dict[str, Any] = {}
@@ -260,7 +279,7 @@ class Scanner:
                         report.detections += len(detections)
                         docs.extend(detections)
                     staged.extend(docs)
-                    staged_size += sum(len(doc) + 1 for doc in docs)
+                    staged_size += sum(len(doc) + 1 for _, doc in docs)
                     if batch.cursor is not None:
                         staged_cursor = batch.cursor
                     if self.progress is not None:
@@ -334,7 +353,7 @@ class Scanner:
             summary = result.as_dict()
             summary["duration_ns"] = int(duration * 1e9)
             health.append(scan_summary(scan_id=scan_id, summary=_summary_for_event(summary), observed_at=observed))
-            window.add([_encoder.encode(doc) for doc in health])
+            window.add([_item(doc) for doc in health])
             self._flush(window, extra_commit)
         else:
             result.emitted_count = 0
@@ -357,14 +376,17 @@ class Scanner:
             report.quarantined += 1
             report.quarantine_reasons[item.reason] = report.quarantine_reasons.get(item.reason, 0) + 1
 
-    def _encode_observations(self, observations: Sequence[Observation]) -> list[bytes]:
+    def _encode_observations(self, observations: Sequence[Observation]) -> list[Item]:
         if self.options.dry_run:
             return []
         observed = utc_now()
         content = self.options.content
-        return [_encoder.encode(activity_event(o, content=content, observed_at=observed)) for o in observations]
+        return [
+            (o.observation_id, _encoder.encode(activity_event(o, content=content, observed_at=observed)))
+            for o in observations
+        ]
 
-    def _detect(self, observations: Sequence[Observation], staged_windows: dict[str, Any]) -> list[bytes]:
+    def _detect(self, observations: Sequence[Observation], staged_windows: dict[str, Any]) -> list[Item]:
         assert self.detector is not None
         keys = {f"{o.client}:{o.session_id}" for o in observations if o.session_id}
         missing = [k for k in keys if k not in staged_windows]
@@ -378,7 +400,7 @@ class Scanner:
         if self.options.dry_run:
             return []
         observed = utc_now()
-        out: list[bytes] = []
+        out: list[Item] = []
         for det in detections:
             base = base_event(
                 event_id=det.detection_id,
@@ -388,7 +410,7 @@ class Scanner:
                 timestamp=det.occurred_at,
                 observed_at=observed,
             )
-            out.append(_encoder.encode(self.detector.detection_document(det, base)))
+            out.append((det.detection_id, _encoder.encode(self.detector.detection_document(det, base))))
         return out
 
     def _stage_into(
@@ -396,7 +418,7 @@ class Scanner:
         window: _Window,
         source: Source,
         key: str,
-        staged: list[bytes],
+        staged: list[Item],
         cursor: bytes | None,
         fingerprint: str | None,
         staged_windows: dict[str, Any],
@@ -440,13 +462,43 @@ class Scanner:
             assert self.state is not None
             self.state.set_meta(conn, "fingerprints", msgspec.msgpack.encode(current))
 
+        items = list(zip(window.ids, window.lines, strict=True))
+
         def in_commit(conn: Any) -> None:
             save_fingerprints(conn)
+            self._enqueue(conn, items)
             if extra_commit is not None:
                 extra_commit(conn)
 
         self.state.commit_window(pending, in_commit)
         return len(window.lines)
+
+    def _enqueue(self, conn: Any, items: Sequence[Item]) -> None:
+        """Queue a window's events for the remote outputs, in the window's own commit."""
+        sinks = self.options.remote_sinks
+        if not sinks or not items:
+            return
+        if outbox.capacity_exceeded(conn, self.options.outbox_capacity):
+            self.outbox_full = True
+            return
+        outbox.enqueue(conn, sinks, items)
+
+    def _recovered_enqueue(self, _pending: PendingWindow, data: bytes) -> Callable[[Any], None]:
+        """Re-derive a recovered window's items from the bytes already in the JSONL log."""
+        items: list[Item] = []
+        for line in data.splitlines():
+            try:
+                event_id = _id_decoder.decode(line).event.id
+            except msgspec.DecodeError:
+                continue
+            items.append((event_id, line))
+        return lambda conn: self._enqueue(conn, items)
+
+    def emit(self, docs: Sequence[dict[str, Any]]) -> int:
+        """Write extra documents (e.g. delivery alerts) as one window of their own."""
+        window = _Window()
+        window.add([_item(doc) for doc in docs])
+        return self._flush(window)
 
     def _alerts(
         self,
@@ -481,6 +533,17 @@ class Scanner:
                     fields={"scanner_error_count": len(errors), "threshold": opts.scanner_error_threshold},
                 )
             )
+        if self.outbox_full:
+            alerts.append(
+                operational_alert(
+                    scan_id=scan_id,
+                    alert_type="outbox_capacity_reached",
+                    severity="high",
+                    summary="the delivery outbox is full; new events stay in the local JSONL log only",
+                    observed_at=observed,
+                    fields={"capacity": opts.outbox_capacity, "sinks": list(opts.remote_sinks)},
+                )
+            )
         if opts.scan_duration_threshold_seconds > 0 and duration > opts.scan_duration_threshold_seconds:
             alerts.append(
                 operational_alert(
@@ -493,6 +556,17 @@ class Scanner:
                 )
             )
         return alerts
+
+
+class _IdEvent(msgspec.Struct):
+    id: str
+
+
+class _IdDoc(msgspec.Struct):
+    event: _IdEvent
+
+
+_id_decoder = msgspec.json.Decoder(_IdDoc)
 
 
 def _summary_for_event(summary: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import platformdirs
 
+from telltale.delivery import Delivery
 from telltale.discovery import DiscoveryOptions, DiscoveryResult, discover
 from telltale.errors import UsageError
 from telltale.events.envelope import ContentMode
@@ -78,6 +79,18 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-default-rules", action="store_true", help="do not load the default rule pack")
     parser.add_argument("--allowlist", action="append", metavar="FILE", help="allowlist file (repeatable)")
     parser.add_argument("--no-detect", action="store_true", help="emit activity only; run no rules")
+    parser.add_argument(
+        "--outputs",
+        metavar="FILE",
+        help="remote outputs (OTLP, Splunk HEC, Elasticsearch) YAML; default: outputs.yaml in the user config dir",
+    )
+    parser.add_argument(
+        "--delivery-seconds",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="after each scan, deliver queued events to remote outputs for at most S seconds",
+    )
     parser.add_argument("--json", action="store_true", help="print the scan summary as JSON")
     # Size of a write window in bytes of events; small values exercise crash recovery in tests.
     parser.add_argument("--window-bytes", type=_size, default=WINDOW_BYTES, help=argparse.SUPPRESS)
@@ -94,25 +107,33 @@ def discovery_options(args: argparse.Namespace) -> DiscoveryOptions:
 def load_detector(args: argparse.Namespace) -> Detector | None:
     if getattr(args, "no_detect", False):
         return None
-    from telltale.detect.bridge import load_detector as _load
+    from telltale.detect.engine import DetectionEngine
 
-    return _load(
-        rule_files=tuple(args.rules or ()),
+    return DetectionEngine.load(
+        tuple(args.rules or ()),
         include_default=not args.no_default_rules,
         allowlist_files=tuple(args.allowlist or ()),
     )
 
 
-def scan_options(args: argparse.Namespace, **extra: Any) -> ScanOptions:
+def load_delivery(args: argparse.Namespace) -> Delivery:
+    return Delivery.load(getattr(args, "outputs", None))
+
+
+def scan_options(args: argparse.Namespace, delivery: Delivery | None = None, **extra: Any) -> ScanOptions:
+    log_path, max_size, keep = (None, None, None) if delivery is None else delivery.jsonl_override()
+    if args.log_path:
+        log_path = args.log_path
     return ScanOptions(
-        log_path=os.path.abspath(os.path.expanduser(args.log_path or default_log_path())),
+        log_path=os.path.abspath(os.path.expanduser(log_path or default_log_path())),
         state_path=os.path.abspath(os.path.expanduser(args.state_path or default_state_path())),
         content=args.content,
         dry_run=args.dry_run,
         allow_fixtures=args.allow_fixtures,
-        log_rotate_max_size=args.log_rotate_max_size,
-        log_rotate_keep=args.log_rotate_keep,
+        log_rotate_max_size=max_size if (max_size and not args.log_path) else args.log_rotate_max_size,
+        log_rotate_keep=keep if (keep is not None and not args.log_path) else args.log_rotate_keep,
         window_bytes=args.window_bytes,
+        remote_sinks=delivery.names if delivery is not None and not args.dry_run else (),
         **extra,
     )
 

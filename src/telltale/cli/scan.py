@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -14,10 +15,12 @@ from telltale.cli.common import (
     add_scan_arguments,
     checked_discovery,
     is_tty,
+    load_delivery,
     load_detector,
     make_scanner,
     scan_options,
 )
+from telltale.delivery import deliver_after_scan
 from telltale.errors import UsageError
 from telltale.pipeline import ScanResult
 
@@ -76,8 +79,10 @@ def run(args: argparse.Namespace) -> int:
     if args.max_sources is not None and args.max_sources < 0:
         raise UsageError("--max-sources must not be negative")
     history_all = args.history == "all"
+    delivery = load_delivery(args)
     options = scan_options(
         args,
+        delivery,
         backfill=args.backfill,
         history_all=history_all,
         max_sources=args.max_sources,
@@ -91,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     iteration = 0
     while True:
         iteration += 1
-        code = _one_scan(args, options, detector)
+        code = _one_scan(args, options, detector, delivery)
         if code != 0 or args.interval_seconds is None:
             return code
         if args.iterations is not None and iteration >= args.iterations:
@@ -100,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
 
 
-def _one_scan(args: argparse.Namespace, options: Any, detector: Any) -> int:
+def _one_scan(args: argparse.Namespace, options: Any, detector: Any, delivery: Any) -> int:
     discovery = checked_discovery(args, options)
     for issue in discovery.errors:
         print(f"telltale: discovery: {issue.reason}: {issue.path}", file=sys.stderr)
@@ -113,15 +118,20 @@ def _one_scan(args: argparse.Namespace, options: Any, detector: Any) -> int:
     errors = [{"reason": i.reason, "path_hash": _hash(i.path)} for i in discovery.errors]
     show_progress = not args.json and is_tty(sys.stderr) and bool(discovery.sources)
     extra = _inventory_hook(args)
-    if show_progress:
-        result = _scan_with_progress(options, detector, discovery.sources, errors, extra)
-    else:
-        scanner = make_scanner(options, detector, extra_events=extra)
-        try:
+    progress = _Progress(discovery.sources) if show_progress else None
+    scanner = make_scanner(options, detector, extra_events=extra, progress=progress.tick if progress else None)
+    try:
+        if progress is not None:
+            with progress:
+                result = scanner.scan(discovery.sources, discovery_errors=errors)
+        else:
             result = scanner.scan(discovery.sources, discovery_errors=errors)
-        finally:
-            scanner.close()
-    _print_summary(result, as_json=args.json or not is_tty(sys.stdout))
+        delivered: dict[str, Any] = {}
+        if options.remote_sinks:
+            delivered = deliver_after_scan(delivery, scanner, options.state_path, seconds=args.delivery_seconds)
+    finally:
+        scanner.close()
+    _print_summary(result, as_json=args.json or not is_tty(sys.stdout), delivery=delivered)
     return 0
 
 
@@ -139,40 +149,46 @@ def _hash(path: str) -> str:
     return path_hash(path)
 
 
-def _scan_with_progress(options: Any, detector: Any, sources: Any, errors: Any, extra: Any) -> ScanResult:
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+class _Progress:
+    """A progress bar over sources and bytes, on a terminal only (stderr)."""
 
-    total_bytes = 0
-    for src in sources:
-        try:
-            import os
+    def __init__(self, sources: Any) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
-            total_bytes += os.stat(src.path).st_size
-        except OSError:
-            continue
-    with Progress(
-        TextColumn("[bold]scan"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} sources"),
-        DownloadColumn(),
-        TimeElapsedColumn(),
-        transient=True,
-    ) as progress:
-        src_task = progress.add_task("sources", total=len(sources))
-        byte_task = progress.add_task("bytes", total=total_bytes, visible=False)
+        total_bytes = 0
+        for src in sources:
+            try:
+                total_bytes += os.stat(src.path).st_size
+            except OSError:
+                continue
+        self._bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:.0f}/{task.total:.0f}"),
+            DownloadColumn(),
+            TimeElapsedColumn(),
+            transient=True,
+            console=Console(stderr=True),
+        )
+        self._sources = self._bar.add_task("sources", total=len(sources))
+        self._bytes = self._bar.add_task("bytes", total=total_bytes)
 
-        def tick(kind: str, amount: int) -> None:
-            progress.advance(src_task if kind == "source" else byte_task, amount)
+    def __enter__(self) -> _Progress:
+        self._bar.start()
+        return self
 
-        scanner = make_scanner(options, detector, progress=tick, extra_events=extra)
-        try:
-            return scanner.scan(sources, discovery_errors=errors)
-        finally:
-            scanner.close()
+    def __exit__(self, *exc: object) -> None:
+        self._bar.stop()
+
+    def tick(self, kind: str, amount: int) -> None:
+        self._bar.advance(self._sources if kind == "source" else self._bytes, amount)
 
 
-def _print_summary(result: ScanResult, *, as_json: bool) -> None:
+def _print_summary(result: ScanResult, *, as_json: bool, delivery: dict[str, Any] | None = None) -> None:
     summary = result.as_dict()
+    if delivery:
+        summary["delivery"] = delivery
     if as_json:
         sys.stdout.write(msgspec.json.encode(summary).decode() + "\n")
         return

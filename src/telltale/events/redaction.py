@@ -105,10 +105,10 @@ def _repl(match: Any) -> str:
     kind, group = _KINDS[index]
     if not group:
         return _marker(kind, match.group(0))
-    secret = match.group(group)
+    secret: str = match.group(group)
     base = match.start(0)
     start, end = match.span(group)
-    whole = match.group(0)
+    whole: str = match.group(0)
     marker = _marker(kind, secret)
     if len(secret) >= 2 and secret[0] in "\"'" and secret[-1] == secret[0]:
         # Keep the quotes so redacted JSON/YAML stays well-formed.
@@ -120,7 +120,8 @@ def redact(value: str) -> str:
     """Return ``value`` with every recognised secret replaced by a marker."""
     if not value:
         return value
-    return _COMBINED.sub(_repl, value)
+    out: str = _COMBINED.sub(_repl, value)
+    return out
 
 
 _CACHE: dict[str, str] = {}

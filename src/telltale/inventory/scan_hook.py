@@ -16,7 +16,7 @@ import hashlib
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
