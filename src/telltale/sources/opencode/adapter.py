@@ -82,7 +82,8 @@ class OpenCodeCursor(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Resume point: schema, high-water ``time_updated`` and its tie-breaking id.
 
     ``resume`` (v2): a remainder is pending, continue exactly after ``(hw, id)``.
-    ``edge``: ``[time_updated, key]`` of what was emitted from rows the overlap re-reads.
+    ``edge``: what was emitted from rows the overlap re-reads, as ``[time_updated, keys]``
+    where ``keys`` concatenates 12-hex-digit prefixes of observation (or quarantine) ids.
     """
 
     schema: str
@@ -111,8 +112,23 @@ def encode_cursor(cursor: OpenCodeCursor) -> bytes:
     return _encoder.encode(cursor)
 
 
-def _key16(key: str) -> str:
-    return key[:16]
+KEY_CHARS = 12
+
+
+def _short(key: str) -> str:
+    return key[:KEY_CHARS]
+
+
+def _expand(edge: Sequence[tuple[int, str]]) -> list[tuple[int, str]]:
+    """``[(tu, "k1k2...")]`` -> ``[(tu, k1), (tu, k2), ...]``."""
+    return [(tu, keys[i : i + KEY_CHARS]) for tu, keys in edge for i in range(0, len(keys), KEY_CHARS)]
+
+
+def _compress(entries: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
+    grouped: dict[int, list[str]] = {}
+    for tu, key in entries:
+        grouped.setdefault(tu, []).append(key)
+    return [(tu, "".join(sorted(keys))) for tu, keys in sorted(grouped.items())]
 
 
 @dataclass
@@ -218,11 +234,6 @@ class _Plan:
     prior: OpenCodeCursor | None
     install_cursor: bool
 
-    @property
-    def low(self) -> int | None:
-        """Lower ``time_updated`` bound of an incremental selection (overlap included)."""
-        return None if self.prior is None else self.prior.hw - OVERLAP_MS
-
 
 @dataclass
 class _Edge:
@@ -235,8 +246,8 @@ class _Edge:
     def filter(self, items: Sequence[tuple[int, str, Item]]) -> list[Item]:
         out: list[Item] = []
         for tu, key, item in items:
-            self.built.append((tu, _key16(key)))
-            if _key16(key) not in self.prior:
+            self.built.append((tu, _short(key)))
+            if _short(key) not in self.prior:
                 out.append(item)
         return out
 
@@ -247,7 +258,7 @@ class _Edge:
             if t >= floor:
                 merged[k] = max(t, merged.get(k, t))
         newest = sorted(((t, k) for k, t in merged.items()), reverse=True)[:EDGE_MAX]
-        return sorted(newest)
+        return _compress(newest)
 
 
 class OpenCodeAdapter:
@@ -384,8 +395,8 @@ class _LegacyReader:
         if self.plan.mode == "incremental":
             prior = self.plan.prior
             assert prior is not None
-            edge.prior = {k for _, k in prior.edge}
-            edge.old = list(prior.edge)
+            edge.old = _expand(prior.edge)
+            edge.prior = {k for _, k in edge.old}
             low = prior.hw - OVERLAP_MS
             parts = self._selection(low)
             if "time_updated" in self.msg_cols:
@@ -621,8 +632,8 @@ class _V2Reader:
         hw, hw_id = 0, ""
         if plan.prior is not None:
             prior = plan.prior
-            edge.prior = {k for _, k in prior.edge}
-            edge.old = list(prior.edge)
+            edge.old = _expand(prior.edge)
+            edge.prior = {k for _, k in edge.old}
             hw, hw_id = prior.hw, prior.id
             if prior.schema == V2 and prior.resume:
                 after = (prior.hw, prior.id)
@@ -650,7 +661,7 @@ class _V2Reader:
                         hw, hw_id = last[0], last[1]
                 stop = not more or windows >= V2_MAX_WINDOWS
                 cursor = OpenCodeCursor(schema=V2, hw=hw, id=hw_id, resume=more, edge=edge.cut(hw))
-                edge.old = list(cursor.edge)
+                edge.old = _expand(cursor.edge)
                 yield from _batches(items, cursor=encode_cursor(cursor), partial=more and stop,
                                     records=len(rows), other=other, nbytes=self.snap.admission.bytes)
             if not more or (plan.mode != "all" and windows >= V2_MAX_WINDOWS):
