@@ -10,17 +10,20 @@ import json
 import shutil
 from collections import Counter
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from telltale.errors import SourceError
-from telltale.model import AUTHORED_TEXT_BOUND, STRING_BOUND, Family, Observation, Quarantine, Stage
+from telltale.model import AUTHORED_TEXT_BOUND, STRING_BOUND, Family, Observation, Quarantine, Stage, iso_time
 from telltale.readers.jsonl import decode_cursor
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
-from telltale.sources.claude import BOOKKEEPING, SPECS, ClaudeAdapter, provider_of
+from telltale.sources.claude import BOOKKEEPING, SPECS, ClaudeAdapter, canonical_time, provider_of
 from telltale.sources.registry import adapter_for
 from telltale.sources.spec import RootType, Source
 
@@ -1011,3 +1014,23 @@ def test_predecessor_fixture_shape_without_uuids(tmp_path: Path) -> None:
     )
     assert {o.session_id for o in res.observations} == {"claude-tool-use"}
     assert res.messages("assistant")[0].occurred_at == "2026-04-27T12:10:01.000Z"
+
+
+# -- canonical timestamps ----------------------------------------------------------------------------
+
+
+@given(moment=st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 31)))
+def test_canonical_time_fast_path_agrees_with_iso_time_on_claude_timestamps(moment: datetime) -> None:
+    value = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    assert canonical_time(value) == iso_time(value) == value
+
+
+@given(
+    value=st.one_of(
+        st.text(alphabet="0123456789-T:.Z+ W", min_size=20, max_size=28),
+        st.from_regex(r"\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\Z"),
+        st.integers(min_value=0, max_value=4_000_000_000_000),
+    )
+)
+def test_canonical_time_agrees_with_iso_time_on_anything(value: object) -> None:
+    assert canonical_time(value) == iso_time(value)
