@@ -430,3 +430,30 @@ def test_checked_in_demo_store_matches_the_builder(tmp_path: Path) -> None:
     demo = fx.acquire(fx.DEMO)
     assert [o.observation_id for o in demo.observations] == [o.observation_id for o in fx.acquire(fresh).observations]
     assert sorted(os.listdir(fx.DEMO.parent)) == ["opencode.db"]  # no sidecars were left behind
+
+
+def test_columns_are_read_by_name_and_optional_ones_may_be_missing(tmp_path: Path) -> None:
+    legacy_db = tmp_path / "legacy" / "opencode.db"
+    legacy_db.parent.mkdir()
+    conn = sqlite3.connect(legacy_db, isolation_level=None)
+    conn.executescript(
+        # Reordered columns, no part.session_id / time_created, no message times, an extra column.
+        "CREATE TABLE message (data TEXT, extra TEXT, session_id TEXT, id TEXT PRIMARY KEY);"
+        "CREATE TABLE part (time_updated INTEGER, data TEXT, message_id TEXT, id TEXT PRIMARY KEY);"
+        "INSERT INTO message VALUES ('{\"role\":\"user\"}', 'x', 's1', 'm1');"
+        "INSERT INTO part VALUES (10, '{\"type\":\"text\",\"text\":\"hello\"}', 'm1', 'p1');"
+    )
+    conn.close()
+    got = fx.acquire(legacy_db)
+    assert [(o.session_id, o.role, o.text, o.cwd) for o in got.observations if o.family == Family.MESSAGE] == [
+        ("s1", "user", "hello", None)]
+    v2_db = tmp_path / "v2" / "opencode.db"
+    v2_db.parent.mkdir()
+    conn = sqlite3.connect(v2_db, isolation_level=None)
+    conn.executescript(
+        "CREATE TABLE session_message (data TEXT, type TEXT, time_updated INTEGER, session_id TEXT, id TEXT);"
+        "INSERT INTO session_message VALUES ('{\"text\":\"hi v2\"}', 'user', 5, 's2', 'r1');"
+    )
+    conn.close()
+    got = fx.acquire(v2_db)
+    assert [(o.session_id, o.text) for o in got.of(family=Family.MESSAGE)] == [("s2", "hi v2")]
