@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from telltale.events.envelope import ContentMode, base_event, path_hash
-from telltale.events.redaction import bounded, redact_cached, value_hash
+from telltale.events.redaction import bounded, redact, redact_cached, value_hash
 from telltale.model import Family, Observation, Stage
 
 #: Bound (characters) on commands, paths, URLs and argument text in redacted/full mode.
@@ -46,11 +46,15 @@ class _Writer:
         self.mode = mode
         self.truncated: list[str] = []
 
-    def field(self, name: str, value: str, limit: int = FIELD_LIMIT) -> str:
+    def field(self, name: str, value: str, limit: int = FIELD_LIMIT, *, repeats: bool = False) -> str:
         # Bound before redacting (large arguments would otherwise dominate the scan), with
         # a margin so a secret that straddles the limit is still whole when redacted.
+        if len(value) <= limit:
+            text = redact_cached(value) if repeats else redact(value)
+            if len(text) <= limit:
+                return text
         window, cut = bounded(value, limit + _MARGIN)
-        text, cut2 = bounded(redact_cached(window), limit)
+        text, cut2 = bounded(redact(window), limit)
         if cut or cut2:
             self.truncated.append(name)
         return text
@@ -102,7 +106,7 @@ def activity_event(obs: Observation, *, content: str, observed_at: str) -> dict[
     if obs.cwd:
         tt["cwd_hash"] = path_hash(obs.cwd)
         if keep:
-            tt["cwd"] = w.field("cwd", obs.cwd)
+            tt["cwd"] = w.field("cwd", obs.cwd, repeats=True)
     if obs.parent_session_id:
         tt["parent_session_id"] = obs.parent_session_id
     if obs.parent_call_id:
@@ -110,9 +114,10 @@ def activity_event(obs: Observation, *, content: str, observed_at: str) -> dict[
     if obs.ambiguous:
         tt["ambiguous"] = list(obs.ambiguous)
     if obs.attributes:
-        tt["attributes"] = {k: w.field(f"attributes.{k}", v, 512) for k, v in obs.attributes.items()} if keep else {
-            k: value_hash(v) for k, v in obs.attributes.items()
-        }
+        if keep:
+            tt["attributes"] = {k: w.field(f"attributes.{k}", v, 512, repeats=True) for k, v in obs.attributes.items()}
+        else:
+            tt["attributes"] = {k: value_hash(v) for k, v in obs.attributes.items()}
 
     summary = action
     if obs.family is Family.MESSAGE:
