@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from scan_helpers import activity, read_events, write_claude_session
 from telltale.discovery import DiscoveryOptions, discover
-from telltale.pipeline import ScanOptions, Scanner
+from telltale.pipeline import Scanner, ScanOptions
 
 
 def _scan(home: Path, out: Path) -> None:
