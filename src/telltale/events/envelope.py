@@ -7,7 +7,7 @@ import getpass
 import hashlib
 import os
 import socket
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from telltale import __version__
@@ -29,6 +29,7 @@ def utc_now() -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+@lru_cache(maxsize=16_384)
 def path_hash(path: str) -> str:
     """Identify a path without disclosing it (16 hex digits, unkeyed for correlation)."""
     return hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
