@@ -158,3 +158,52 @@ def test_kill_9_at_random_points_neither_loses_nor_duplicates(tmp_path: Path) ->
     # every line is complete JSON (no torn writes left behind)
     for line in (out / "e.jsonl").read_text().splitlines():
         json.loads(line)
+
+
+def _break_identity(path: Path) -> None:
+    """A record whose two session aliases disagree: the whole source fails (CLAUDE-13)."""
+    with path.open("a") as fh:
+        fh.write(json.dumps({"type": "user", "uuid": "x-1", "sessionId": "sess-a", "session_id": "other",
+                             "message": {"role": "user", "content": "FAKE-CONTENT-MUST-NOT-LEAK"}}) + "\n")
+
+
+def test_ALERT_1_every_claude_source_failing_raises_source_parse_outage(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _break_identity(write_claude_session(home, "-work-p", "sess-a", 1))
+    _break_identity(write_claude_session(home, "-work-q", "sess-b", 1))
+    summary = json.loads(_scan(home).stdout)
+    assert summary["scanner_error_count"] == 2
+    assert {s["error"] for s in summary["sources"]} == {"identity_conflict"}
+    events = read_events(tmp_path / "out" / "e.jsonl")
+    errors = [e for e in events if e["event"]["action"] == "scanner_error"]
+    assert len(errors) == 2 and all(e["error"]["code"] == "identity_conflict" for e in errors)
+    alerts = [e for e in events if e["event"]["action"] == "operational_alert"]
+    assert [a["telltale"]["alert_type"] for a in alerts] == ["source_parse_outage"]
+    assert alerts[0]["log"]["level"] == "warning"
+    # nothing from a failed source is emitted, and no content leaks into health events
+    assert not activity(events)
+    assert "FAKE-CONTENT-MUST-NOT-LEAK" not in (tmp_path / "out" / "e.jsonl").read_text()
+
+
+def test_ALERT_2_one_healthy_claude_source_means_no_outage_alert(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _break_identity(write_claude_session(home, "-work-p", "sess-a", 1))
+    write_claude_session(home, "-work-q", "sess-b", 1)
+    summary = json.loads(_scan(home).stdout)
+    assert summary["scanner_error_count"] == 1
+    events = read_events(tmp_path / "out" / "e.jsonl")
+    assert not [e for e in events if e["event"]["action"] == "operational_alert"]
+    assert activity(events)  # the healthy source's events are there
+
+
+def test_failed_source_keeps_its_cursor_and_recovers_when_fixed(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    path = write_claude_session(home, "-work-p", "sess-a", 2)
+    good = path.read_bytes()
+    _break_identity(path)
+    _scan(home)
+    assert not activity(read_events(tmp_path / "out" / "e.jsonl"))
+    path.write_bytes(good)  # the file is rewritten without the bad record
+    _scan(home)
+    assert sum(1 for e in activity(read_events(tmp_path / "out" / "e.jsonl"))
+               if e["event"]["action"] == "tool_call") == 2
