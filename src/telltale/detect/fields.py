@@ -1,0 +1,136 @@
+"""The one place that says which canonical observation value a rule field means.
+
+Rules never name an Observation attribute; they name one of :data:`FIELD_NAMES`. The
+mapping is role-aware on purpose: ``command`` only exists on a tool request, so a shell
+line quoted in user text or assistant prose can never satisfy an execution rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from telltale.model import Family, Observation, Provenance, Stage, make_observation
+
+#: Shell command line of a tool request (``Observation.command``).
+COMMAND = 0
+#: Canonical JSON arguments of a tool request (``Observation.arguments``).
+ARGUMENTS = 1
+#: File path facet of a tool request (``Observation.file_path``).
+FILE_PATH = 2
+#: URL facet of a tool request (``Observation.url``).
+URL = 3
+#: Tool name, on requests and on results (``Observation.tool_name``).
+TOOL_NAME = 4
+#: Tool result text (``Observation.result``).
+TOOL_RESULT = 5
+#: The user's own words: user message text that the agent did not inject.
+USER_CONTEXT = 6
+#: Assistant message text.
+ASSISTANT_CONTEXT = 7
+#: Context the agent injected (system / developer messages, injected user-role text:
+#: instructions files, MCP server instructions, reminders).
+INJECTED_CONTEXT = 8
+
+FIELD_NAMES: tuple[str, ...] = (
+    "command",
+    "arguments",
+    "file_path",
+    "url",
+    "tool_name",
+    "tool_result",
+    "user_context",
+    "assistant_context",
+    "injected_context",
+)
+FIELD_INDEX: dict[str, int] = {name: i for i, name in enumerate(FIELD_NAMES)}
+
+#: Fields that describe what a tool was asked to do (one tool-request observation).
+REQUEST_FIELDS = frozenset({"command", "arguments", "file_path", "url", "tool_name"})
+
+_INJECTED_ROLES = frozenset({"system", "developer"})
+
+
+def field_values(obs: Observation) -> tuple[tuple[int, str | None], ...]:
+    """The rule fields an observation carries, as ``(field index, value)`` pairs.
+
+    Values may be ``None``; callers skip those. Usage, session and other families carry
+    no matchable text.
+    """
+    family = obs.family
+    if family is Family.TOOL:
+        if obs.stage is Stage.RESULT:
+            return ((TOOL_RESULT, obs.result), (TOOL_NAME, obs.tool_name))
+        return (
+            (COMMAND, obs.command),
+            (ARGUMENTS, obs.arguments),
+            (FILE_PATH, obs.file_path),
+            (URL, obs.url),
+            (TOOL_NAME, obs.tool_name),
+        )
+    if family is Family.MESSAGE:
+        role = obs.role
+        if role == "assistant":
+            return ((ASSISTANT_CONTEXT, obs.text),)
+        if obs.injected or role in _INJECTED_ROLES:
+            return ((INJECTED_CONTEXT, obs.text),)
+        if role == "user":
+            return ((USER_CONTEXT, obs.text),)
+    return ()
+
+
+def case_observation(
+    fields: Mapping[str, str],
+    *,
+    session_id: str,
+    client: str,
+    sequence: int,
+    occurred_at: str | None,
+    source_kind: str = "test.case",
+) -> Observation:
+    """Build the synthetic observation a rule test case describes (inverse of :func:`field_values`).
+
+    ``fields`` maps rule field names to values; they must all belong to one observation
+    (one tool request, one tool result, or one message). Raises ``ValueError`` otherwise.
+    """
+    names = set(fields)
+    unknown = names - set(FIELD_NAMES)
+    if unknown:
+        raise ValueError(f"unknown field {sorted(unknown)[0]!r}")
+    kw: dict[str, object] = {}
+    if names and names <= REQUEST_FIELDS:
+        kw = {
+            "family": Family.TOOL,
+            "stage": Stage.REQUESTED,
+            "command": fields.get("command"),
+            "arguments": fields.get("arguments"),
+            "file_path": fields.get("file_path"),
+            "url": fields.get("url"),
+            "tool_name": fields.get("tool_name"),
+        }
+    elif names and names <= {"tool_result", "tool_name"}:
+        kw = {
+            "family": Family.TOOL,
+            "stage": Stage.RESULT,
+            "result": fields["tool_result"],
+            "tool_name": fields.get("tool_name"),
+        }
+    elif names == {"user_context"}:
+        kw = {"family": Family.MESSAGE, "role": "user", "text": fields["user_context"]}
+    elif names == {"assistant_context"}:
+        kw = {"family": Family.MESSAGE, "role": "assistant", "text": fields["assistant_context"]}
+    elif names == {"injected_context"}:
+        kw = {"family": Family.MESSAGE, "role": "user", "injected": True, "text": fields["injected_context"]}
+    else:
+        raise ValueError("fields " + ", ".join(sorted(names)) + " do not belong to one observation")
+    path = f"case://{session_id}"
+    return make_observation(
+        adapter=source_kind,
+        source_identity=path,
+        coordinate=f"seq:{sequence}",
+        client=client,
+        session_id=session_id,
+        sequence=sequence,
+        occurred_at=occurred_at,
+        provenance=Provenance(source_kind=source_kind, path=path, line=sequence),
+        **{k: v for k, v in kw.items() if v is not None},
+    )

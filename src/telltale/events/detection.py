@@ -1,0 +1,121 @@
+"""Detection events: the ECS ``alert`` document of one :class:`~telltale.detect.model.Detection`.
+
+This is the output boundary for detection evidence: every evidence value (raw in the
+Detection) leaves here only through :func:`telltale.events.redaction.redact`, with a
+keyed hash of the raw value so analysts can correlate without seeing it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from telltale.detect.model import Detection
+from telltale.events.envelope import path_hash
+from telltale.events.redaction import bounded, redact, value_hash
+
+#: ECS ``event.severity`` for each band (the numbers Elastic uses for rule severities).
+SEVERITY_NUMBER = {"informational": 1, "low": 21, "medium": 47, "high": 73, "critical": 99}
+#: Characters of one redacted evidence value at most.
+EVIDENCE_LIMIT = 1_024
+
+
+def _techniques(tags: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """Split ``attack.*`` tags into technique ids, sub-technique ids and tactic names."""
+    techniques: list[str] = []
+    subtechniques: list[str] = []
+    tactics: list[str] = []
+    for tag in tags:
+        body = tag[len("attack.") :] if tag.lower().startswith("attack.") else tag
+        if body[:1].lower() == "t" and body[1:5].isdigit():
+            ident = "T" + body[1:]
+            main = ident.split(".", 1)[0]
+            if main not in techniques:
+                techniques.append(main)
+            if "." in ident and ident not in subtechniques:
+                subtechniques.append(ident)
+        elif body and body not in tactics:
+            tactics.append(body)
+    return techniques, subtechniques, tactics
+
+
+def _merge(target: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = value
+
+
+def detection_event(det: Detection, base: dict[str, Any]) -> dict[str, Any]:
+    """The detection document: ``base`` (common envelope, copied) plus the alert fields."""
+    doc = copy.deepcopy(base)
+    techniques, subtechniques, tactics = _techniques(det.attack)
+    evidence = [
+        {
+            "field": ev.field,
+            "value": bounded(redact(ev.value), EVIDENCE_LIMIT)[0],
+            "hash": value_hash(ev.value),
+            "observation_id": ev.observation_id,
+            "rule_id": ev.rule_id,
+        }
+        for ev in det.evidence
+    ]
+    rule: dict[str, Any] = {
+        "id": det.rule_id,
+        "name": det.title,
+        "description": det.description,
+        "category": det.category,
+        "ruleset": "telltale",
+    }
+    if det.references:
+        rule["reference"] = det.references[0]
+    threat: dict[str, Any] = {"framework": "MITRE ATT&CK", "technique": {"id": techniques}}
+    if subtechniques:
+        threat["technique"]["subtechnique"] = {"id": subtechniques}
+    if tactics:
+        threat["tactic"] = {"name": tactics}
+    detection: dict[str, Any] = {
+        "score": det.score,
+        "severity": det.severity,
+        "sequence": det.is_sequence,
+        "rule_ids": list(det.rule_ids),
+        "categories": list(det.categories),
+        "modifiers": list(det.modifiers),
+        "anchors": list(det.anchors),
+        "evidence": evidence,
+        "recommendation": det.recommendation,
+        "suppressed_by": det.suppressed_by,
+        "atlas": list(det.atlas),
+        "references": list(det.references),
+    }
+    telltale: dict[str, Any] = {"client": det.client, "source": {"kind": det.source_kind}, "detection": detection}
+    if det.source_path:
+        telltale["source"]["path_hash"] = path_hash(det.source_path)
+    extra: dict[str, Any] = {
+        "event": {
+            "kind": "alert",
+            "dataset": "telltale.detection",
+            "action": "detection",
+            "id": det.detection_id,
+            "category": ["intrusion_detection"],
+            "type": ["indicator"],
+            "severity": SEVERITY_NUMBER[det.severity],
+            "risk_score": float(det.score),
+            "risk_score_norm": float(min(det.score, 100)),
+        },
+        "message": f"{det.title} ({det.severity}, score {det.score})",
+        "rule": rule,
+        "threat": threat,
+        "telltale": telltale,
+    }
+    gen_ai: dict[str, Any] = {}
+    if det.session_id:
+        # Session ids are chosen by agents; one that looks like a secret is redacted too.
+        gen_ai["conversation"] = {"id": redact(det.session_id)}
+    if det.tool_name:
+        gen_ai["tool"] = {"name": redact(det.tool_name)}
+    if gen_ai:
+        extra["gen_ai"] = gen_ai
+    _merge(doc, extra)
+    return doc

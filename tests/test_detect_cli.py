@@ -1,0 +1,98 @@
+"""``telltale rules``: list, validate, test, export-default."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from telltale.cli.main import main
+from telltale.detect.loader import default_rule_texts, load_rule_files
+
+RULES = Path(__file__).parent / "fixtures" / "detect" / "rules"
+
+
+def test_list_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["ID", "KIND", "SEVERITY", "CATEGORY", "ENABLED"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert rows["secret.private_key.read"][1:] == ["rule", "high", "secret_access", "yes"]
+    assert rows["network.request"][1] == "signal"
+    assert rows["chain.secret_then_network"][1] == "sequence"
+
+
+def test_list_json_with_extra_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules", "list", "--json", "--rules", str(RULES / "custom.yaml")]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == len(load_rule_files().rules) + len(load_rule_files().sequences) + 2
+    mine = [r for r in rows if r["id"].startswith("acme.")]
+    assert mine == [
+        {
+            "id": "acme.deploy_prod", "kind": "rule", "severity": "low", "score": 40, "category": "deployment",
+            "enabled": True, "title": "Production deploy from an agent session", "source": str(RULES / "custom.yaml"),
+        },
+        {
+            "id": "acme.secret_then_deploy", "kind": "sequence", "severity": "low", "score": 30,
+            "category": "deployment", "enabled": True, "title": "Secret read, then production deploy",
+            "source": str(RULES / "custom.yaml"),
+        },
+    ]
+
+
+def test_list_fails_cleanly_on_bad_extra_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    # A custom sequence naming default rules cannot load without the default pack.
+    assert main(["rules", "list", "--no-default-rules", "--rules", str(RULES / "custom.yaml")]) == 2
+    assert "names no rule" in capsys.readouterr().err
+
+
+def test_validate_ok(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules", "validate", str(RULES / "custom.yaml")]) == 0
+    assert capsys.readouterr().out.strip().endswith("ok (1 rules, 1 sequences, 0 modifiers)")
+
+
+def test_validate_reports_located_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(RULES / "broken.yaml")
+    assert main(["rules", "validate", path]) == 1
+    out = capsys.readouterr().out.splitlines()
+    expected = f"{path}:4: rule 'acme.bad_field': field 'match[0].commandline|contains': unknown field 'commandline'"
+    assert expected in out[0]
+    assert any(line.startswith(f"{path}:9: rule 'acme.bad_regex': field 'match[0].command|re': invalid RE2 regex")
+               for line in out)
+    assert any("rule 'acme.bad_steps': field 'steps[0]': 'no.such.rule' names no rule" in line for line in out)
+
+
+def test_rules_test_passes_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules", "test", "-v", str(RULES / "custom.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "5 passed, 0 failed" in out and "ok   acme.secret_then_deploy positive[0]" in out
+    assert main(["rules", "test", str(RULES / "failing.yaml")]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert "FAIL acme.wrong_case positive[0]: rule did not match" in out
+    assert "FAIL acme.wrong_case negative[0]: rule matched" in out
+    assert out[-1] == "0 passed, 2 failed"
+
+
+def test_rules_test_on_broken_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules", "test", str(RULES / "broken.yaml")]) == 1
+    assert "unknown field" in capsys.readouterr().out
+
+
+def test_export_default_round_trips(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "pack"
+    assert main(["rules", "export-default", str(target)]) == 0
+    written = sorted(p.name for p in target.iterdir())
+    assert written == sorted(name.rsplit("/", 1)[-1] for name, _ in default_rule_texts())
+    exported = load_rule_files([str(p) for p in sorted(target.iterdir())], include_default=False)
+    assert exported.errors == []
+    assert len(exported.rules) == len(load_rule_files().rules)
+    # Refuses to overwrite without --force.
+    assert main(["rules", "export-default", str(target)]) == 2
+    assert "exists" in capsys.readouterr().err
+    assert main(["rules", "export-default", "--force", str(target)]) == 0
+
+
+def test_rules_without_action_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules"]) == 2
+    assert "export-default" in capsys.readouterr().err
