@@ -411,6 +411,9 @@ def test_only_the_first_64_kib_of_a_field_is_evaluated(engine: DetectionEngine) 
     assert ids(engine.evaluate([raw_result(near)], {})) == ["t.cased"]
     assert ids(engine.evaluate([raw_result("y" * 1000 + " MAGIC " + "z" * 200_000)], {})) == ["t.cased"]
     assert engine.evaluate([raw_result(far)], {}) == []
+    # The bound is in UTF-8 bytes: 2-byte characters halve the characters looked at.
+    wide = "é" * (FIELD_LIMIT // 2) + " MAGIC"
+    assert engine.evaluate([raw_result(wide)], {}) == []
 
 
 def test_evidence_is_a_bounded_excerpt_that_keeps_tokens_whole(engine: DetectionEngine) -> None:

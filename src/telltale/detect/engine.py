@@ -49,7 +49,7 @@ from telltale.model import Observation
 
 __all__ = ["FIELD_LIMIT", "Detection", "DetectionEngine", "Evidence", "SessionWindow"]
 
-#: Characters of one field value that rules look at (transcripts are untrusted input).
+#: Bytes (UTF-8) of one field value that rules look at (transcripts are untrusted input).
 FIELD_LIMIT = 65_536
 #: Bytes of context kept on each side of a match in an evidence excerpt.
 EVIDENCE_CONTEXT = 160
@@ -461,6 +461,8 @@ class DetectionEngine:
             if len(value) > FIELD_LIMIT:
                 value = value[:FIELD_LIMIT]
             data = value.encode("utf-8", "surrogatepass")
+            if len(data) > FIELD_LIMIT:
+                data = data[:FIELD_LIMIT]  # a cut UTF-8 sequence at the end is harmless to RE2
             datas[fid] = data
             if not fx.eager:
                 continue
