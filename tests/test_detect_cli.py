@@ -34,7 +34,7 @@ def test_list_json_with_extra_rules(capsys: pytest.CaptureFixture[str]) -> None:
             "enabled": True, "title": "Production deploy from an agent session", "source": str(RULES / "custom.yaml"),
         },
         {
-            "id": "acme.secret_then_deploy", "kind": "sequence", "severity": "low", "score": 30,
+            "id": "acme.secret_then_deploy", "kind": "sequence", "severity": "critical", "score": 30, "min_score": 100,
             "category": "deployment", "enabled": True, "title": "Secret read, then production deploy",
             "source": str(RULES / "custom.yaml"),
         },

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from telltale.detect.loader import RuleSet, default_rule_texts, load_rule_files
+from telltale.detect.loader import RuleSet, default_rule_texts, load_rule_files, resolve_selector
 from telltale.detect.model import severity_for
 from telltale.errors import UsageError
 
@@ -73,14 +73,21 @@ def _rows(ruleset: RuleSet) -> list[dict[str, Any]]:
                 "source": rule.path,
             }
         )
+    scores = {r.spec.id: r.spec.score for r in ruleset.rules}
     for seq in ruleset.sequences:
         sspec = seq.spec
+        # A sequence detection adds its steps' rule scores: list the least it can score.
+        least = sspec.score + sum(
+            min((scores[i] for sel in step for i in resolve_selector(sel, ruleset.rules)), default=0)
+            for step in sspec.steps
+        )
         rows.append(
             {
                 "id": sspec.id,
                 "kind": "sequence",
-                "severity": sspec.severity or severity_for(sspec.score),
+                "severity": severity_for(least),
                 "score": sspec.score,
+                "min_score": least,
                 "category": sspec.category,
                 "enabled": sspec.enabled,
                 "title": sspec.title,
