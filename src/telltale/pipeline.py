@@ -359,6 +359,18 @@ class Scanner:
             result.emitted_count = 0
         return result
 
+    def changed_sources(self, sources: Sequence[Source]) -> list[Source]:
+        """The sources a cursor-using scan would not skip as unchanged (``watch`` asks this
+        before a triggered scan, so an event that changed nothing costs no scan)."""
+        opts = self.options
+        if opts.backfill or opts.history_all:
+            return list(sources)
+        committed = self._fingerprints()
+        return [
+            s for s in sources
+            if (fp := stat_fingerprint(s)) is None or committed.get(source_key(s.kind, s.path)) != fp
+        ]
+
     # -- helpers -------------------------------------------------------------------
     def _fingerprints(self) -> dict[str, str]:
         if self.state is None:

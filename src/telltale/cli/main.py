@@ -15,7 +15,7 @@ from telltale import __version__
 from telltale.errors import TelltaleError, UsageError
 
 #: Command modules under ``telltale.cli``, in help order.
-COMMANDS: tuple[str, ...] = ("sources", "scan", "inventory", "config", "delivery", "export", "rules")
+COMMANDS: tuple[str, ...] = ("sources", "scan", "watch", "inventory", "config", "delivery", "export", "rules")
 
 
 def build_parser() -> argparse.ArgumentParser:

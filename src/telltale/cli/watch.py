@@ -1,0 +1,198 @@
+"""``telltale watch``: a full scan, then targeted scans of what changed, as it changes.
+
+The scan itself is the pipeline's (:mod:`telltale.pipeline`), wired exactly as ``scan``
+wires it (fixture guard, refusal of state and log paths inside a store, inventory,
+delivery); :mod:`telltale.watch` only decides *when* and *which sources*. One summary
+line per scan: JSON with ``--json`` or when stdout is not a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import signal
+import sys
+import threading
+from typing import Any
+
+import msgspec
+
+from telltale.cli.common import (
+    add_scan_arguments,
+    checked_discovery,
+    is_tty,
+    load_delivery,
+    load_detector,
+    make_scanner,
+    scan_options,
+)
+from telltale.errors import UsageError
+from telltale.pipeline import ScanResult
+from telltale.watch.loop import DEFAULT_POLL_RATE, AlertQueue, ScanRequest, WatchConfig, WatchSession
+from telltale.watch.native import DEFAULT_MAX_WATCHES
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "watch",
+        help="scan once, then scan changed sources as they change",
+        description="Run a full scan, then watch the session stores' directories and scan only the sources "
+        "that changed (new stores are discovered as they appear). File-system events only wake the scanner; "
+        "stat fingerprints and cursors decide what is new, so nothing is emitted twice.",
+    )
+    parser.add_argument(
+        "--debounce-ms", type=int, default=500, metavar="MS",
+        help="after the first change, wait this long for more before scanning (default 500)",
+    )
+    parser.add_argument(
+        "--min-scan-interval-ms", type=int, default=2000, metavar="MS",
+        help="at least this long between the end of one scan and the start of the next (default 2000)",
+    )
+    parser.add_argument("--iterations", type=int, metavar="N", help="stop after N triggered scans")
+    parser.add_argument(
+        "--poll", action="store_true",
+        help="also sample file metadata (SQLite stores, transcripts, directories), for file systems without "
+        "native events; on macOS SQLite stores are sampled anyway",
+    )
+    parser.add_argument(
+        "--no-native", action="store_true",
+        help="subscribe to no native notifications; sample everything instead (implies --poll)",
+    )
+    parser.add_argument(
+        "--poll-rate", type=int, default=DEFAULT_POLL_RATE, metavar="N",
+        help=f"with --poll: transcripts and directories stat'ed per second (default {DEFAULT_POLL_RATE}; SQLite "
+        "stores are sampled at 64 per second at most)",
+    )
+    parser.add_argument(
+        "--max-watches", type=int, default=DEFAULT_MAX_WATCHES, metavar="N",
+        help=f"native directory watches at most (default {DEFAULT_MAX_WATCHES}); directories beyond it are sampled",
+    )
+    parser.add_argument(
+        "--rescan-interval-seconds", type=float, default=0.0, metavar="S",
+        help="also rediscover and scan everything every S seconds, a safety net for missed events (default 0: off)",
+    )
+    parser.add_argument(
+        "--install-inventory-interval-seconds", type=float, default=86_400.0, metavar="S",
+        help="take the installed-agent inventory at most this often; emitted only on change",
+    )
+    parser.add_argument("--install-inventory-disabled", action="store_true", help="never take the inventory")
+    parser.add_argument("--scanner-error-threshold", type=int, default=10, metavar="N")
+    parser.add_argument("--scan-duration-threshold-seconds", type=float, default=300.0, metavar="S")
+    add_scan_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def _config(args: argparse.Namespace) -> WatchConfig:
+    if args.debounce_ms < 0 or args.min_scan_interval_ms < 0:
+        raise UsageError("--debounce-ms and --min-scan-interval-ms must not be negative")
+    if args.iterations is not None and args.iterations < 0:
+        raise UsageError("--iterations must not be negative")
+    if args.max_watches < 1:
+        raise UsageError("--max-watches must be at least 1")
+    if args.poll_rate < 1:
+        raise UsageError("--poll-rate must be at least 1")
+    if args.rescan_interval_seconds < 0:
+        raise UsageError("--rescan-interval-seconds must not be negative")
+    defaults = WatchConfig()
+    return WatchConfig(
+        debounce=args.debounce_ms / 1000,
+        min_interval=args.min_scan_interval_ms / 1000,
+        iterations=args.iterations,
+        max_watches=args.max_watches,
+        poll=args.poll or args.no_native,
+        native=not args.no_native,
+        sample_sqlite=defaults.sample_sqlite or args.poll or args.no_native,
+        poll_rate=args.poll_rate,
+        rescan_interval=args.rescan_interval_seconds,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    config = _config(args)
+    delivery = load_delivery(args)
+    options = scan_options(
+        args,
+        delivery,
+        scanner_error_threshold=args.scanner_error_threshold,
+        scan_duration_threshold_seconds=args.scan_duration_threshold_seconds,
+    )
+    detector = load_detector(args)
+    as_json = args.json or not is_tty(sys.stdout)
+    alerts = AlertQueue()
+    inventory = None if args.dry_run else _inventory_hook(args)
+    first = checked_discovery(args, options)  # fixture guard and path refusal before anything starts
+    if not first.store_roots:
+        print(
+            f"telltale: watch: no session store directory exists yet (root {args.root!r}); only the initial scan "
+            "runs until one appears and watch is restarted (or use --rescan-interval-seconds).",
+            file=sys.stderr,
+        )
+    scanner = make_scanner(options, detector, extra_events=alerts.hook(inventory))
+    base = scanner.options
+
+    def scan(request: ScanRequest) -> ScanResult:
+        # Same options for every scan; only whether it is a targeted (watch-triggered) one differs.
+        scanner.options = dataclasses.replace(base, targeted=request.targeted)
+        result = scanner.scan(request.sources, discovery_errors=request.discovery_errors)
+        delivered: dict[str, Any] = {}
+        if options.remote_sinks:
+            from telltale.delivery import deliver_after_scan
+
+            delivered = deliver_after_scan(delivery, scanner, options.state_path, seconds=args.delivery_seconds)
+        _print_line(result, request, as_json=as_json, delivery=delivered)
+        return result
+
+    session = WatchSession(
+        config, discover=lambda: checked_discovery(args, options), scan=scan, alerts=alerts,
+        changed=scanner.changed_sources,
+    )
+    restore = _install_stop(session)
+    try:
+        return session.run(first)
+    finally:
+        restore()
+        scanner.close()
+
+
+def _inventory_hook(args: argparse.Namespace) -> Any:
+    from telltale.inventory.scan_hook import inventory_hook
+
+    return inventory_hook(args)
+
+
+def _install_stop(session: WatchSession) -> Any:
+    """SIGINT/SIGTERM: stop after the scan in progress has written and committed.
+
+    The handler only starts a thread that wakes the loop: it runs on the main thread,
+    possibly while that thread holds the inbox lock, so it must not take the lock itself.
+    """
+
+    def handler(_sig: int, _frame: Any) -> None:
+        threading.Thread(target=session.request_stop, name="telltale-watch-stop", daemon=True).start()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
+
+
+def _print_line(result: ScanResult, request: ScanRequest, *, as_json: bool, delivery: dict[str, Any]) -> None:
+    summary = result.as_dict()
+    summary["trigger"] = request.triggers
+    summary["iteration"] = request.iteration
+    summary["targeted"] = request.targeted
+    if delivery:
+        summary["delivery"] = delivery
+    if as_json:
+        sys.stdout.write(msgspec.json.encode(summary).decode() + "\n")
+    else:
+        sys.stdout.write(
+            f"watch #{request.iteration} ({', '.join(request.triggers)}): {summary['sources_scanned']} sources "
+            f"scanned, {summary['sources_unchanged']} unchanged; emitted {summary['emitted_count']} events, "
+            f"{summary['detection_count']} detections, {summary['scanner_error_count']} source errors, "
+            f"{summary['duration_s']:.2f}s" + (" (dry run)" if result.dry_run else "") + "\n"
+        )
+    sys.stdout.flush()
