@@ -15,6 +15,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from scan_helpers import activity, cli_env, read_events, run_cli, write_claude_session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
@@ -228,7 +230,8 @@ def test_WATCH_5_and_6_opencode_override_parent(tmp_path: Path) -> None:
     assert any(e["event"]["action"] == "tool_call" for e in acts(w.log))
 
 
-def test_sigterm_stops_after_the_scan_with_no_pending_window(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_stops_after_the_scan_with_no_pending_window(tmp_path: Path, sig: int) -> None:
     home, out = tmp_path / "home", tmp_path / "out"
     write_claude_session(home, "-work-p", "sess-1", 1)
     w = Watch(home, out)
@@ -246,7 +249,7 @@ def test_sigterm_stops_after_the_scan_with_no_pending_window(tmp_path: Path) -> 
     thread.start()
     try:
         w.summary()  # at least one triggered scan under load
-        w.proc.send_signal(signal.SIGTERM)
+        w.proc.send_signal(sig)
         assert w.finish(timeout=20) == 0
     finally:
         stop.set()
@@ -302,3 +305,19 @@ def test_usage_errors(tmp_path: Path) -> None:
     for bad in (["--debounce-ms", "-1"], ["--max-watches", "0"], ["--poll-rate", "0"], ["--iterations", "-2"]):
         proc = run_cli(["watch", "--root", str(tmp_path), *bad], tmp_path, check=False, timeout=30)
         assert proc.returncode == 2, bad
+
+
+def test_watch_limit_reached_is_reported_and_alerted(tmp_path: Path) -> None:
+    home, out = tmp_path / "home", tmp_path / "out"
+    write_claude_session(home, "-work-p", "sess-1", 1)
+    write_claude_session(home, "-work-q", "sess-2", 1)
+    w = Watch(home, out, "--max-watches", "2", "--iterations", "1")
+    w.summary()
+    write_claude_session(home, "-work-q", "sess-2", 1, start=1)  # -work-q is beyond the limit
+    assert "sample" in w.summary()["trigger"]
+    assert w.finish() == 0
+    assert "watch limit reached" in w.stderr and "--max-watches 2" in w.stderr
+    alerts = [e for e in read_events(w.log) if e["event"]["action"] == "operational_alert"]
+    assert [a["telltale"]["alert_type"] for a in alerts] == ["watch_limit_reached"]
+    assert alerts[0]["telltale"]["alert"]["max_watches"] == 2
+    assert alerts[0]["telltale"]["alert"]["unwatched"] == 1

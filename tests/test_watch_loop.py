@@ -287,3 +287,65 @@ def test_zero_iterations_runs_only_the_initial_scan(tmp_path: Path, iterations: 
     rec = Recorder()
     assert session_for(home, WatchConfig(iterations=iterations, **FAST), rec).run() == 0
     assert [r.triggers for r in rec.requests] == [["initial"]]
+
+
+def test_WATCH_15_sampling_discovers_no_new_store(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    data = home / ".local" / "share" / "opencode"
+    data.mkdir(parents=True)
+    rec = Recorder()
+    # SQLite sampling on (the macOS default), no native events: a new store stays unseen.
+    session = session_for(home, WatchConfig(sample_sqlite=True, **FAST), rec, notify_factory=Silent)
+    thread, codes = start(session)
+    rec.wait(1)
+    build(data / "opencode.db", "legacy", wal=True)
+    time.sleep(0.8)
+    assert len(rec.requests) == 1 and len(session.sqlite_sampler) == 0
+    session.request_stop()
+    thread.join(5)
+    assert codes == [0]
+
+
+def test_WATCH_18_explicit_root_alias_with_linked_component_is_not_sampled(tmp_path: Path) -> None:
+    real = tmp_path / "real-home"
+    build(real / ".local" / "share" / "opencode" / "opencode.db", "legacy", wal=True)
+    alias = tmp_path / "alias-home"
+    alias.symlink_to(real, target_is_directory=True)
+    rec = Recorder()
+    warnings: list[str] = []
+    session = session_for(alias, WatchConfig(iterations=0, sample_sqlite=True, **FAST), rec, warn=warnings.append)
+    assert session.run() == 0
+    # Legacy explicit-root discovery accepts the alias (OC-DISC-27) ...
+    assert [s.path for s in rec.requests[0].sources] == [str(alias / ".local/share/opencode/opencode.db")]
+    # ... but the metadata fallback does not relax its no-follow rule.
+    assert len(session.sqlite_sampler) == 0
+    assert any("not sampling" in w and "symbolic link" in w for w in warnings)
+    real_session = session_for(real, WatchConfig(iterations=0, sample_sqlite=True, **FAST), Recorder())
+    assert real_session.run() == 0 and len(real_session.sqlite_sampler) == 1
+
+
+def test_bad_project_config_during_watch_skips_rediscovery_but_keeps_watching(tmp_path: Path) -> None:
+    from telltale.errors import ConfigError
+
+    home = tmp_path / "home"
+    s1 = claude(home, "-work-p", "s1")
+    calls = [0]
+
+    def flaky_discover() -> Any:
+        calls[0] += 1
+        if calls[0] > 2:  # the initial discovery and its settle round succeed
+            raise ConfigError("projects.yaml: line 3: not a mapping")
+        return discover(DiscoveryOptions(root=str(home)))
+
+    rec = Recorder()
+    warnings: list[str] = []
+    session = WatchSession(WatchConfig(iterations=1, **FAST), discover=flaky_discover, scan=rec,
+                           warn=warnings.append)
+    thread, codes = start(session)
+    rec.wait(1)
+    claude(home, "-work-p", "s-new")  # wants a rediscovery, which fails
+    claude(home, "-work-p", "s1")  # a known source: still scanned
+    thread.join(10)
+    assert codes == [0]
+    assert any("rediscovery skipped" in w for w in warnings)
+    assert str(s1) in [s.path for s in rec.requests[1].sources]

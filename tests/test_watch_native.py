@@ -205,3 +205,20 @@ def test_coalescer_debounce_is_a_window_from_the_first_change() -> None:
     assert c.ready_at() == 20.5  # long after: only the debounce applies
     c.note(19.0)  # an earlier arrival (drained late) moves the window back
     assert c.ready_at() == 19.5
+
+
+def test_WATCH_2_linked_opencode_data_directory_is_never_watched(tmp_path: Path) -> None:
+    from telltale.discovery import DiscoveryOptions, discover
+
+    home = tmp_path / "home"
+    elsewhere = tmp_path / "elsewhere" / "opencode"
+    elsewhere.mkdir(parents=True)
+    (home / ".local" / "share").mkdir(parents=True)
+    (home / ".local" / "share" / "opencode").symlink_to(elsewhere, target_is_directory=True)
+    (home / ".claude" / "projects").mkdir(parents=True)
+    result = discover(DiscoveryOptions(root=".", env={"HOME": str(home)}, platform="linux"))
+    plan = plan_watches(result.store_roots)
+    assert str(home / ".claude" / "projects") in plan.directories
+    assert str(home / ".local" / "share" / "opencode") not in plan.directories
+    assert not any(d.startswith(str(elsewhere)) for d in plan.directories)
+    assert any(i.reason == "symlink_component" for i in result.errors)

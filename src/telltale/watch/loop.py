@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from telltale.discovery.api import DiscoveryIssue, DiscoveryResult
+from telltale.errors import ConfigError
 from telltale.events.envelope import path_hash
 from telltale.events.health import operational_alert
 from telltale.sources.spec import Source
@@ -316,9 +317,18 @@ class WatchSession:
         self.coalescer.started()
         errors: list[dict[str, str]] = []
         new_sqlite: list[str] = []
+        result: DiscoveryResult | None = None
         if rediscover or full:
+            try:
+                result = self._settle()
+            except ConfigError as exc:
+                # A project config edited into a bad state while watching: keep watching
+                # what is known and retry on the next change. (Other usage errors, such as
+                # state now inside a store, still stop the watch.)
+                self.warn(f"rediscovery skipped: {exc}")
+                full = False
+        if result is not None:
             before = set(self._sources)
-            result = self._settle()
             new_sqlite = self._index(result, initial=False)
             self._report_issues(result.errors)
             errors = issue_dicts(result.errors)
