@@ -349,3 +349,24 @@ def test_bad_project_config_during_watch_skips_rediscovery_but_keeps_watching(tm
     assert codes == [0]
     assert any("rediscovery skipped" in w for w in warnings)
     assert str(s1) in [s.path for s in rec.requests[1].sources]
+
+
+def test_WATCH_16_sampled_change_uses_targeted_scan_and_debounce(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    claude(home, "-work-p", "s1")
+    db = build(home / ".local" / "share" / "opencode" / "opencode.db", "legacy", wal=True)
+    rec = Recorder()
+    config = WatchConfig(iterations=1, sample_sqlite=True, debounce=0.6, min_interval=0.0)
+    session = session_for(home, config, rec, notify_factory=Silent)
+    thread, codes = start(session)
+    rec.wait(1)
+    committed_at = time.monotonic()
+    commit(db, 1)
+    rec.wait(2)
+    scanned_at = time.monotonic()
+    thread.join(10)
+    assert codes == [0]
+    request = rec.requests[1]
+    assert request.targeted and request.triggers == ["sample"]
+    assert [s.path for s in request.sources] == [str(db)]  # the Claude transcript is not rescanned
+    assert scanned_at - committed_at >= 0.6  # the debounce applied to the sampled change
