@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import msgspec
 
 from telltale.errors import SourceError, UsageError
-from telltale.events.activity import activity_event
+from telltale.events.activity import activity_line
 from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now
 from telltale.events.health import operational_alert, scan_summary, scanner_error
 from telltale.model import Observation, Quarantine
@@ -393,10 +393,7 @@ class Scanner:
             return []
         observed = utc_now()
         content = self.options.content
-        return [
-            (o.observation_id, _encoder.encode(activity_event(o, content=content, observed_at=observed)))
-            for o in observations
-        ]
+        return [(o.observation_id, activity_line(o, content=content, observed_at=observed)) for o in observations]
 
     def _detect(self, observations: Sequence[Observation], staged_windows: dict[str, Any]) -> list[Item]:
         assert self.detector is not None
@@ -474,7 +471,7 @@ class Scanner:
             assert self.state is not None
             self.state.set_meta(conn, "fingerprints", msgspec.msgpack.encode(current))
 
-        items = list(zip(window.ids, window.lines, strict=True))
+        items = list(zip(window.ids, window.lines, strict=True)) if self.options.remote_sinks else []
 
         def in_commit(conn: Any) -> None:
             save_fingerprints(conn)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from telltale.events.envelope import ContentMode, base_event, path_hash
+from telltale.events.envelope import ContentMode, base_event, encode_with_host, host_fields, path_hash
 from telltale.events.redaction import bounded, redact, redact_cached, value_hash
 from telltale.model import Family, Observation, Stage
 
@@ -36,7 +36,7 @@ def action_of(obs: Observation) -> str:
 
 
 def _size(value: str) -> int:
-    return len(value.encode("utf-8", "surrogatepass"))
+    return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
 
 
 class _Writer:
@@ -62,6 +62,17 @@ class _Writer:
 
 def activity_event(obs: Observation, *, content: str, observed_at: str) -> dict[str, Any]:
     """Build the ECS/GenAI document of one observation."""
+    doc = _activity(obs, content, observed_at)
+    doc.update(host_fields())
+    return doc
+
+
+def activity_line(obs: Observation, *, content: str, observed_at: str) -> bytes:
+    """The encoded document of one observation (the scan's hot path)."""
+    return encode_with_host(_activity(obs, content, observed_at))
+
+
+def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any]:
     action = action_of(obs)
     doc = base_event(
         event_id=obs.observation_id,
@@ -69,6 +80,7 @@ def activity_event(obs: Observation, *, content: str, observed_at: str) -> dict[
         action=action,
         timestamp=obs.occurred_at,
         observed_at=observed_at,
+        with_host=False,
     )
     event = doc["event"]
     event["category"] = ["process"] if action == "tool_call" and obs.command else ["session"]

@@ -10,6 +10,8 @@ import socket
 from functools import cache, lru_cache
 from typing import Any
 
+import msgspec
+
 from telltale import __version__
 
 SCHEMA_VERSION = "1.0"
@@ -63,8 +65,13 @@ def base_event(
     kind: str = "event",
     timestamp: str | None,
     observed_at: str,
+    with_host: bool = True,
 ) -> dict[str, Any]:
-    """A fresh envelope. ``timestamp`` is source time; without it, observed time is used."""
+    """A fresh envelope. ``timestamp`` is source time; without it, observed time is used.
+
+    ``with_host=False`` leaves out the constant host/user/observer fields, for callers that
+    splice their pre-encoded form in with :func:`encode_with_host` (the hot path).
+    """
     doc: dict[str, Any] = {
         "@timestamp": timestamp or observed_at,
         "event": {
@@ -75,10 +82,26 @@ def base_event(
             "action": action,
             "created": observed_at,
         },
-        **host_fields(),
         "telltale": {
             "schema_version": SCHEMA_VERSION,
             "time_source": "source" if timestamp else "observed",
         },
     }
+    if with_host:
+        doc.update(host_fields())
     return doc
+
+
+@cache
+def _host_prefix() -> bytes:
+    encoded = msgspec.json.encode(host_fields())
+    return encoded[:-1] + b","
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_with_host(doc: dict[str, Any]) -> bytes:
+    """Encode a document built with ``with_host=False``, adding the constant fields as bytes."""
+    body = _encoder.encode(doc)
+    return _host_prefix() + body[1:]
