@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
+# Fixture builders (e.g. build_opencode) are importable from every test module.
+if str(FIXTURES) not in sys.path:
+    sys.path.insert(0, str(FIXTURES))
 
 
 @pytest.fixture

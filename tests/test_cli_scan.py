@@ -207,3 +207,29 @@ def test_failed_source_keeps_its_cursor_and_recovers_when_fixed(tmp_path: Path) 
     _scan(home)
     assert sum(1 for e in activity(read_events(tmp_path / "out" / "e.jsonl"))
                if e["event"]["action"] == "tool_call") == 2
+
+
+@pytest.mark.slow
+def test_locked_opencode_store_fails_fast_and_every_other_source_is_processed(tmp_path: Path) -> None:
+    """A database held under a write lock: bounded `locked` error, the rest of the scan goes on."""
+    import build_opencode as fx
+
+    home = tmp_path / "home"
+    write_claude_session(home, "-work-p", "sess-1", 2)
+    db = fx.build(home / ".local" / "share" / "opencode" / "opencode.db", "legacy", wal=False)
+    with fx.Writer(db, "BEGIN EXCLUSIVE", "INSERT INTO project (id, worktree, time_created, time_updated,"
+                   " sandboxes) VALUES ('p-lock', '/w', 1, 1, '[]')"):
+        started = time.monotonic()
+        summary = json.loads(_scan(home).stdout)
+        elapsed = time.monotonic() - started
+    assert elapsed < 30
+    by_kind = {s["kind"]: s for s in summary["sources"]}
+    assert by_kind["opencode.sqlite"]["status"] == "error"
+    assert by_kind["opencode.sqlite"]["error"] == "locked"
+    assert by_kind["claude.projects"]["status"] == "ok"
+    events = read_events(tmp_path / "out" / "e.jsonl")
+    assert any(e["event"]["action"] == "scanner_error" and e["error"]["code"] == "locked" for e in events)
+    assert sum(1 for e in activity(events) if e["event"]["action"] == "tool_call") == 2
+    # the lock is gone: the next scan reads the store
+    summary2 = json.loads(_scan(home).stdout)
+    assert {s["kind"]: s["status"] for s in summary2["sources"]}.get("opencode.sqlite") in {"ok", "partial"}
