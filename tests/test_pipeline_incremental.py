@@ -57,3 +57,22 @@ def test_property_appends_split_at_any_byte_give_the_same_events(cuts: list[floa
         got = _event_ids(root / "out-split")
     assert len(got) == len(set(got)), "an event was emitted twice"
     assert sorted(got) == sorted(expected)
+
+
+def test_a_source_that_vanished_after_discovery_is_a_bounded_error(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    write_claude_session(home, "-w", "sess-a", 1)
+    gone = write_claude_session(home, "-w", "sess-b", 1)
+    sources = discover(DiscoveryOptions(root=str(home), env={})).sources
+    gone.unlink()
+    out = tmp_path / "out"
+    scanner = Scanner(ScanOptions(log_path=str(out / "e.jsonl"), state_path=str(out / "s.sqlite")))
+    try:
+        result = scanner.scan(sources)
+    finally:
+        scanner.close()
+    status = {Path(r.path).name: (r.status, r.error) for r in result.sources}
+    assert status["sess-b.jsonl"] == ("error", "vanished")
+    assert status["sess-a.jsonl"][0] == "ok"
+    assert result.scanner_error_count == 1
+    assert any(e["event"]["action"] == "tool_call" for e in activity(read_events(out / "e.jsonl")))
