@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from telltale.events.envelope import ContentMode, base_event, encode_with_host, host_fields, path_hash
+from telltale.events.envelope import SCHEMA_VERSION, ContentMode, encode_with_host, host_fields, path_hash
 from telltale.events.redaction import bounded, redact, redact_cached, value_hash
 from telltale.model import Family, Observation, Stage
 
@@ -18,6 +18,8 @@ FIELD_LIMIT = 2_048
 #: Bound on message and tool-result text in full mode.
 TEXT_LIMIT = 8_192
 
+#: Bound on each small attribute value.
+_ATTRIBUTE_LIMIT = 512
 #: Extra characters redacted past a bound, so a secret crossing the cut is still recognised.
 _MARGIN = 512
 
@@ -46,11 +48,11 @@ class _Writer:
         self.mode = mode
         self.truncated: list[str] = []
 
-    def field(self, name: str, value: str, limit: int = FIELD_LIMIT, *, repeats: bool = False) -> str:
+    def field(self, name: str, value: str, limit: int = FIELD_LIMIT) -> str:
         # Bound before redacting (large arguments would otherwise dominate the scan), with
         # a margin so a secret that straddles the limit is still whole when redacted.
         if len(value) <= limit:
-            text = redact_cached(value) if repeats else redact(value)
+            text = redact(value)
             if len(text) <= limit:
                 return text
         window, cut = bounded(value, limit + _MARGIN)
@@ -74,17 +76,23 @@ def activity_line(obs: Observation, *, content: str, observed_at: str) -> bytes:
 
 def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any]:
     action = action_of(obs)
-    doc = base_event(
-        event_id=obs.observation_id,
-        dataset="telltale.activity",
-        action=action,
-        timestamp=obs.occurred_at,
-        observed_at=observed_at,
-        with_host=False,
-    )
-    event = doc["event"]
-    event["category"] = ["process"] if action == "tool_call" and obs.command else ["session"]
-    event["type"] = ["info"]
+    timestamp = obs.occurred_at
+    # The envelope of base_event(with_host=False), written out: this runs once per event.
+    event: dict[str, Any] = {
+        "id": obs.observation_id,
+        "kind": "event",
+        "dataset": "telltale.activity",
+        "module": "telltale",
+        "action": action,
+        "created": observed_at,
+        "category": ["process"] if action == "tool_call" and obs.command else ["session"],
+        "type": ["info"],
+    }
+    doc: dict[str, Any] = {
+        "@timestamp": timestamp or observed_at,
+        "event": event,
+        "telltale": {"schema_version": SCHEMA_VERSION, "time_source": "source" if timestamp else "observed"},
+    }
     w = _Writer(content)
     keep = content != ContentMode.NONE
 
@@ -118,7 +126,8 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
     if obs.cwd:
         tt["cwd_hash"] = path_hash(obs.cwd)
         if keep:
-            tt["cwd"] = w.field("cwd", obs.cwd, repeats=True)
+            cwd = obs.cwd
+            tt["cwd"] = redact_cached(cwd) if len(cwd) <= FIELD_LIMIT else w.field("cwd", cwd)
     if obs.parent_session_id:
         tt["parent_session_id"] = obs.parent_session_id
     if obs.parent_call_id:
@@ -127,7 +136,10 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
         tt["ambiguous"] = list(obs.ambiguous)
     if obs.attributes:
         if keep:
-            tt["attributes"] = {k: w.field(f"attributes.{k}", v, 512, repeats=True) for k, v in obs.attributes.items()}
+            tt["attributes"] = {
+                k: redact_cached(v) if len(v) <= _ATTRIBUTE_LIMIT else w.field(f"attributes.{k}", v, _ATTRIBUTE_LIMIT)
+                for k, v in obs.attributes.items()
+            }
         else:
             tt["attributes"] = {k: value_hash(v) for k, v in obs.attributes.items()}
 

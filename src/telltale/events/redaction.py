@@ -145,14 +145,60 @@ def _repl(match: Any) -> str:
     return whole[: start - base] + marker + whole[end - base :]
 
 
-def redact(value: str) -> str:
-    """Return ``value`` with every recognised secret replaced by a marker."""
-    # ``search`` is a single C call; the wrapper's ``sub`` costs far more, and most
-    # values hold no secret at all.
-    if not value or not _may_hold_secret(value):
-        return value
+def _redact_wrapper(value: str) -> str:
     out: str = _COMBINED.sub(_repl, value)
     return out
+
+
+_RAW_COMBINED = getattr(_COMBINED, "_regexp", None)
+# The group index of each alternative, to tell from a match's spans which one matched.
+_ALTERNATIVES = tuple(_COMBINED.groupindex[f"p{i}"] for i in range(len(_PATTERNS)))
+
+
+def _redact_raw(value: str) -> str:
+    """The same substitution as the wrapper's ``sub``, driven on UTF-8 bytes directly.
+
+    The wrapper maps every group's byte span back to characters in Python on each match;
+    secrets are ASCII, so working on bytes and decoding once is equivalent and ~10x faster.
+    """
+    assert _RAW_COMBINED is not None
+    data = value.encode("utf-8", "surrogatepass")
+    size = len(data)
+    pieces: list[bytes] = []
+    pos = 0
+    while pos <= size:
+        spans = _RAW_COMBINED.Match(_UNANCHORED, data, pos, size)
+        start, end = spans[0]
+        if start < 0:
+            break
+        index = next(i for i, g in enumerate(_ALTERNATIVES) if spans[g][0] >= 0)
+        kind, group = _KINDS[index]
+        pieces.append(data[pos:start])
+        if not group:
+            pieces.append(_marker(kind, data[start:end].decode("utf-8", "surrogatepass")).encode())
+        else:
+            s0, s1 = spans[group]
+            secret = data[s0:s1].decode("utf-8", "surrogatepass")
+            marker = _marker(kind, secret)
+            if len(secret) >= 2 and secret[0] in "\"'" and secret[-1] == secret[0]:
+                marker = secret[0] + _marker(kind, secret[1:-1]) + secret[0]
+            pieces.append(data[start:s0] + marker.encode() + data[s1:end])
+        if end == start:  # never loop on an empty match
+            pieces.append(data[end : end + 1])
+            end += 1
+        pos = end
+    pieces.append(data[pos:])
+    return b"".join(pieces).decode("utf-8", "surrogatepass")
+
+
+def redact(value: str) -> str:
+    """Return ``value`` with every recognised secret replaced by a marker."""
+    # The group-free pre-check is one C call; most values hold no secret at all.
+    if not value or not _may_hold_secret(value):
+        return value
+    if _RAW_COMBINED is not None and _UNANCHORED is not None:
+        return _redact_raw(value)
+    return _redact_wrapper(value)
 
 
 _CACHE: dict[str, str] = {}
