@@ -321,3 +321,32 @@ def test_watch_limit_reached_is_reported_and_alerted(tmp_path: Path) -> None:
     assert [a["telltale"]["alert_type"] for a in alerts] == ["watch_limit_reached"]
     assert alerts[0]["telltale"]["alert"]["max_watches"] == 2
     assert alerts[0]["telltale"]["alert"]["unwatched"] == 1
+
+
+def test_watch_started_before_any_agent_ran_notices_the_first_session(tmp_path: Path) -> None:
+    """No store directory exists at start: watch waits on the nearest existing ancestor."""
+    home, out = tmp_path / "home", tmp_path / "out"
+    home.mkdir()
+    w = Watch(home, out, "--iterations", "1", "--client", "claude")
+    first = w.summary()
+    assert first["trigger"] == ["initial"]
+    time.sleep(0.3)
+    write_claude_session(home, "-work-p", "sess-1", 1)  # creates ~/.claude/projects/<slug>/<session>.jsonl
+    found = w.summary(timeout=20)
+    assert "rediscovery" in found["trigger"]
+    assert w.finish() == 0
+    assert "waiting for one to appear" in w.stderr
+    assert Counter(e["event"]["action"] for e in acts(w.log))["tool_call"] == 1
+
+
+def test_anchor_events_that_lead_nowhere_are_ignored(tmp_path: Path) -> None:
+    from telltale.watch.native import anchor_directories
+    from telltale.watch.paths import ADDED, Action, PathFilter
+
+    pending = [str(tmp_path / ".claude" / "projects")]
+    assert anchor_directories(pending) == [str(tmp_path)]
+    flt = PathFilter((), {}, pending)
+    assert flt.classify(ADDED, str(tmp_path / ".claude")).action is Action.REDISCOVER
+    assert flt.classify(ADDED, str(tmp_path / ".claude" / "projects")).action is Action.REDISCOVER
+    assert flt.classify(ADDED, str(tmp_path / ".bash_history")).action is Action.IGNORE
+    assert flt.classify(ADDED, str(tmp_path / ".claudette")).action is Action.IGNORE

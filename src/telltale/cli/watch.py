@@ -121,10 +121,16 @@ def run(args: argparse.Namespace) -> int:
     alerts = AlertQueue()
     inventory = None if args.dry_run else _inventory_hook(args)
     first = checked_discovery(args, options)  # fixture guard and path refusal before anything starts
-    if not first.store_roots:
+    if not first.store_roots and first.pending_roots:
         print(
-            f"telltale: watch: no session store directory exists yet (root {args.root!r}); only the initial scan "
-            "runs until one appears and watch is restarted (or use --rescan-interval-seconds).",
+            f"telltale: watch: no session store directory exists yet (root {args.root!r}); waiting for one "
+            "to appear.",
+            file=sys.stderr,
+        )
+    elif not first.store_roots:
+        print(
+            f"telltale: watch: no session store directory can appear under root {args.root!r}; only the "
+            "initial scan runs (use --rescan-interval-seconds to look again periodically).",
             file=sys.stderr,
         )
     scanner = make_scanner(options, detector, extra_events=alerts.hook(inventory))

@@ -74,3 +74,6 @@ class DiscoveryResult(msgspec.Struct):
     errors: list[DiscoveryIssue]
     fixture_tree: bool
     store_roots: list[StoreRoot]
+    #: Home, CodexHome and DataHome store directories of the selected kinds that do not
+    #: exist yet (an agent not used so far): ``watch`` waits for them to appear.
+    pending_roots: list[str] = []

@@ -57,6 +57,7 @@ class _Collector:
         self.flavour = flavour
         self.sources: list[Source] = []
         self._roots: dict[str, StoreRoot] = {}
+        self.pending: dict[str, str] = {}
 
     def add_root(self, root: StoreRoot) -> None:
         key = self.flavour.key(root.path)
@@ -88,6 +89,8 @@ class _Collector:
         for directory, targets in groups.values():
             outcome = walk_store(probe, directory, targets)
             self.sources.extend(outcome.sources)
+            if not outcome.present and probe.stat(directory) is None:
+                self.pending[key] = directory
             if outcome.present:
                 self.add_root(
                     StoreRoot(
@@ -99,6 +102,9 @@ class _Collector:
 
     def store_roots(self) -> list[StoreRoot]:
         return sorted(self._roots.values(), key=lambda root: root.path)
+
+    def pending_roots(self) -> list[str]:
+        return sorted(path for key, path in self.pending.items() if key not in self._roots)
 
 
 def _join_relative(flavour: Flavour, base: str, relative: str) -> str:
@@ -286,4 +292,5 @@ def discover(options: DiscoveryOptions) -> DiscoveryResult:
         errors=_unique_issues(probe.issues),
         fixture_tree=fixture,
         store_roots=collector.store_roots(),
+        pending_roots=[] if fixture else collector.pending_roots(),
     )

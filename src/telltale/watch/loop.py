@@ -42,6 +42,7 @@ from telltale.watch.native import (
     NativeWatcher,
     NotifyFactory,
     WatchPlan,
+    anchor_directories,
     plan_watches,
 )
 from telltale.watch.paths import PathFilter, is_sqlite_kind
@@ -384,13 +385,15 @@ class WatchSession:
         new directory before its watch existed is still found.
         """
         result = first if first is not None else self.discover()
-        plan = plan_watches(result.store_roots, self.config.max_watches)
+        plan = plan_watches(result.store_roots, self.config.max_watches, anchor_directories(result.pending_roots))
         for attempt in range(SETTLE_ATTEMPTS):
             if self._degraded or not self.config.native or self._native_dirs == set(plan.directories):
                 break
             self._swap_native(plan.directories, tolerant=attempt == SETTLE_ATTEMPTS - 1)
             result = self.discover()
-            plan = plan_watches(result.store_roots, self.config.max_watches)
+            plan = plan_watches(
+                result.store_roots, self.config.max_watches, anchor_directories(result.pending_roots)
+            )
         self._plan = plan
         self._check_limit(plan)
         return result
@@ -452,7 +455,9 @@ class WatchSession:
         Returns the SQLite stores newly indexed for sampling after start (WATCH-17).
         """
         self._sources = {s.path: s for s in result.sources}
-        self._filter = PathFilter(result.store_roots, {s.path: s.kind for s in result.sources})
+        self._filter = PathFilter(
+            result.store_roots, {s.path: s.kind for s in result.sources}, result.pending_roots
+        )
         plan = self._plan
         sample_all = self.config.poll or self._degraded or not self.config.native
         sample_sqlite = self.config.sample_sqlite or sample_all

@@ -65,12 +65,40 @@ def _targets(kinds: Iterable[str]) -> list[WalkTarget]:
     return out
 
 
-def plan_watches(roots: Sequence[StoreRoot], max_watches: int = DEFAULT_MAX_WATCHES) -> WatchPlan:
+def anchor_directories(pending: Iterable[str]) -> list[str]:
+    """For store roots that do not exist yet, the nearest existing ancestor of each.
+
+    Watching that directory (non-recursively) is enough to notice the next path component
+    appear; rediscovery then moves the anchor one level down until the store root exists.
+    Components are checked with ``lstat``: an anchor is a real directory, never a link.
+    """
+    anchors: dict[str, None] = {}
+    for path in pending:
+        current = os.path.dirname(path.rstrip(os.sep)) or os.sep
+        while True:
+            try:
+                st = os.lstat(current)
+            except OSError:
+                st = None
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                anchors[current] = None
+                break
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+    return sorted(anchors)
+
+
+def plan_watches(
+    roots: Sequence[StoreRoot], max_watches: int = DEFAULT_MAX_WATCHES, anchors: Sequence[str] = ()
+) -> WatchPlan:
     """Every directory worth a watch, breadth first across roots, at most ``max_watches``.
 
-    Store roots come first (so a first session anywhere is noticed), then their
-    subdirectories level by level, only as deep as the roots' kinds can hold sources.
-    Links below a root are never entered; a directory reached twice (bind mounts) once.
+    Store roots come first (so a first session anywhere is noticed), then the anchors of
+    store roots that do not exist yet, then the roots' subdirectories level by level, only
+    as deep as the roots' kinds can hold sources. Links below a root are never entered; a
+    directory reached twice (bind mounts) once.
     """
     plan = WatchPlan(limit=max_watches)
     seen: set[tuple[int, int]] = set()
@@ -86,6 +114,14 @@ def plan_watches(roots: Sequence[StoreRoot], max_watches: int = DEFAULT_MAX_WATC
         seen.add((st.st_dev, st.st_ino))
         targets = _targets(root.kinds) if root.recursive else []
         level.append((root.path, 1, root.path, targets))
+    for anchor in anchors:
+        try:
+            st = os.stat(anchor)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            level.append((anchor, MAX_WALK_DEPTH, anchor, []))
     while level:
         following: list[tuple[str, int, str, list[WalkTarget]]] = []
         for directory, depth, root_path, targets in level:

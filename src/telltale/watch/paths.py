@@ -75,9 +75,13 @@ def _specs(kinds: Iterable[str]) -> tuple[SourceSpec, ...]:
 class PathFilter:
     """Classifies ``(change, path)`` pairs against the roots and sources of one discovery."""
 
-    def __init__(self, roots: Iterable[StoreRoot], sources: Mapping[str, str]) -> None:
-        """``sources`` maps each known source path to its kind."""
+    def __init__(
+        self, roots: Iterable[StoreRoot], sources: Mapping[str, str], pending: Iterable[str] = ()
+    ) -> None:
+        """``sources`` maps each known source path to its kind; ``pending`` lists store
+        roots that do not exist yet (their anchors' events matter only on their way)."""
         sep = os.sep
+        self._pending = tuple(p.rstrip(sep) for p in pending)
         built: list[_Root] = []
         for root in roots:
             specs = _specs(root.kinds)
@@ -104,6 +108,10 @@ class PathFilter:
     def classify(self, change: int, path: str) -> Decision:
         if path in self._root_paths:
             return _REDISCOVER  # a store root itself was created, removed or renamed
+        if self._pending:
+            below = path.rstrip(os.sep) + os.sep
+            if any(p == path or p.startswith(below) for p in self._pending):
+                return _REDISCOVER  # a component on the way to a store root that does not exist yet
         parent, name = os.path.split(path)
         root = self._root_for(parent)
         if root is None:
