@@ -180,6 +180,11 @@ _BOUNDS: dict[str, int] = {
 }
 
 
+#: No string of at most this many characters can exceed any bound (4 UTF-8 bytes each at most).
+_SHORT = STRING_BOUND // 4
+_blake2b = hashlib.blake2b
+
+
 def utf8_len(value: str) -> int:
     """UTF-8 byte length without allocating for pure-ASCII fast paths."""
     if value.isascii():
@@ -195,7 +200,11 @@ def check_bound(field: str, value: str | None, bound: int) -> None:
 
 def observation_id(adapter: str, source_identity: str, coordinate: str) -> str:
     """Deterministic id: re-reading the same native record yields the same id."""
-    digest = hashlib.blake2b(digest_size=16)
+    if adapter.isascii():
+        # One hash call over one joined text: the same bytes as hashing the parts in turn.
+        data = (adapter + "\x1f" + source_identity + "\x1f" + coordinate).encode("utf-8", "surrogateescape")
+        return _blake2b(data, digest_size=16).hexdigest()
+    digest = _blake2b(digest_size=16)
     digest.update(adapter.encode())
     digest.update(b"\x1f")
     digest.update(source_identity.encode("utf-8", "surrogateescape"))
@@ -219,12 +228,23 @@ def encode_arguments(
     """
     if arguments is None:
         return None
-    authored = frozenset(authored_keys)
     if isinstance(arguments, str):
-        check_bound("arguments", arguments, AUTHORED_TEXT_BOUND if "*" in authored else STRING_BOUND)
+        if len(arguments) <= _SHORT:
+            return arguments  # within every bound, whatever the budget
+        check_bound("arguments", arguments, AUTHORED_TEXT_BOUND if "*" in frozenset(authored_keys) else STRING_BOUND)
         return arguments
-    _check_leaves(arguments, "arguments", authored, 0)
-    return _json_encoder.encode(arguments).decode("utf-8")
+    try:
+        encoded: bytes | None = _json_encoder.encode(arguments)
+    except Exception:  # raised again below, after the bound checks, as before
+        encoded = None
+    # A document of at most STRING_BOUND bytes holds no string (key or leaf) over any bound,
+    # and one with fewer brackets than MAX_ARGUMENT_DEPTH nests no deeper: only a document
+    # that could fail pays for the walk, which raises exactly what it always raised.
+    if encoded is None or len(encoded) > STRING_BOUND or encoded.count(b"{") + encoded.count(b"[") > MAX_ARGUMENT_DEPTH:
+        _check_leaves(arguments, "arguments", frozenset(authored_keys), 0)
+        if encoded is None:
+            encoded = _json_encoder.encode(arguments)
+    return encoded.decode("utf-8")
 
 
 def _check_leaves(value: Any, path: str, authored: frozenset[str], depth: int) -> None:
@@ -260,19 +280,96 @@ def make_observation(
     """
     for name, value in fields.items():
         # Only strings long enough to possibly exceed a bound pay for a byte count.
-        if value.__class__ is str and len(value) * 4 > STRING_BOUND:
+        if value.__class__ is str and len(value) > _SHORT:
             bound = _BOUNDS.get(name)
             if bound is not None:
                 check_bound(name, value, bound)
     attributes = fields.get("attributes")
     if attributes:
         for key, val in attributes.items():
-            check_bound(f"attributes.{key}", val, STRING_BOUND)
-    fields.setdefault("source_kind", adapter)
+            # The field name is built only for a value that may be over the bound.
+            if val.__class__ is not str or len(val) > _SHORT:
+                check_bound(f"attributes.{key}", val, STRING_BOUND)
+    if "source_kind" not in fields:
+        fields["source_kind"] = adapter
     return Observation(
         observation_id=observation_id(adapter, source_identity, coordinate),
         **fields,
     )
+
+
+class ObservationTemplate:
+    """Fields shared by many observations (one session, one record), bound-checked once.
+
+    ``make_observation`` takes every field as a keyword on each call; in a transcript most
+    of them repeat, and passing them costs more than building the observation. A hot
+    adapter builds a template per set of shared fields and derives each observation with
+    ``msgspec.structs.replace(template.observation, observation_id=template.observation_id(c), ...)``
+    after three checks, in this order, which give exactly what ``make_observation`` with
+    the shared fields first and the own fields after would raise:
+
+    1. ``template.error``: the first shared string field over its bound, or ``None``;
+    2. :func:`check_field` on each own string field, in order;
+    3. ``template.attribute_error``: the first attribute over its bound, or ``None``.
+
+    ``observation`` carries placeholder ``observation_id``/``family``/``sequence`` (and a
+    placeholder ``provenance`` unless one is shared): every derived observation sets them.
+    """
+
+    __slots__ = ("adapter", "attribute_error", "error", "observation", "prefix", "source_identity")
+
+    def __init__(self, adapter: str, source_identity: str, **shared: Any) -> None:
+        self.adapter = adapter
+        self.source_identity = source_identity
+        self.error: BoundExceeded | None = None
+        self.attribute_error: BoundExceeded | None = None
+        try:
+            for name, value in shared.items():
+                if value.__class__ is str and len(value) > _SHORT:
+                    bound = _BOUNDS.get(name)
+                    if bound is not None:
+                        check_bound(name, value, bound)
+        except BoundExceeded as exc:
+            self.error = exc
+        attributes = shared.get("attributes")
+        if attributes:
+            try:
+                for key, val in attributes.items():
+                    if val.__class__ is not str or len(val) > _SHORT:
+                        check_bound(f"attributes.{key}", val, STRING_BOUND)
+            except BoundExceeded as exc:
+                self.attribute_error = exc
+        shared.setdefault("source_kind", adapter)
+        shared.setdefault("family", Family.OTHER)
+        shared.setdefault("sequence", 0)
+        shared.setdefault("provenance", _NO_PROVENANCE)
+        self.observation = Observation(observation_id="", **shared)
+        #: The id's hashed bytes before the coordinate; ``None`` when it cannot be encoded,
+        #: so that ``observation_id`` raises there exactly as ``make_observation`` would.
+        self.prefix: bytes | None = None
+        if adapter.isascii():
+            try:
+                self.prefix = (adapter + "\x1f" + source_identity + "\x1f").encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:
+                self.prefix = None
+
+    def observation_id(self, coordinate: str) -> str:
+        """``observation_id(adapter, source_identity, coordinate)`` with the prefix encoded once."""
+        prefix = self.prefix
+        if prefix is None:
+            return observation_id(self.adapter, self.source_identity, coordinate)
+        return _blake2b(prefix + coordinate.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+
+
+def check_field(name: str, value: str | None) -> None:
+    """``make_observation``'s check of one own string field of a templated observation."""
+    if value is not None and len(value) > _SHORT:
+        bound = _BOUNDS.get(name)
+        if bound is not None:
+            check_bound(name, value, bound)
+
+
+_NO_PROVENANCE = Provenance(source_kind="", path="")
 
 
 def iso_time(value: object) -> str | None:
