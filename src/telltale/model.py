@@ -183,6 +183,7 @@ _BOUNDS: dict[str, int] = {
 #: No string of at most this many characters can exceed any bound (4 UTF-8 bytes each at most).
 _SHORT = STRING_BOUND // 4
 _blake2b = hashlib.blake2b
+_BLAKE2B_16 = hashlib.blake2b(digest_size=16)
 
 
 def utf8_len(value: str) -> int:
@@ -202,8 +203,9 @@ def observation_id(adapter: str, source_identity: str, coordinate: str) -> str:
     """Deterministic id: re-reading the same native record yields the same id."""
     if adapter.isascii():
         # One hash call over one joined text: the same bytes as hashing the parts in turn.
-        data = (adapter + "\x1f" + source_identity + "\x1f" + coordinate).encode("utf-8", "surrogateescape")
-        return _blake2b(data, digest_size=16).hexdigest()
+        digest = _BLAKE2B_16.copy()  # cheaper than a constructor call with its keyword
+        digest.update((adapter + "\x1f" + source_identity + "\x1f" + coordinate).encode("utf-8", "surrogateescape"))
+        return digest.hexdigest()
     digest = _blake2b(digest_size=16)
     digest.update(adapter.encode())
     digest.update(b"\x1f")
@@ -344,21 +346,25 @@ class ObservationTemplate:
         shared.setdefault("sequence", 0)
         shared.setdefault("provenance", _NO_PROVENANCE)
         self.observation = Observation(observation_id="", **shared)
-        #: The id's hashed bytes before the coordinate; ``None`` when it cannot be encoded,
-        #: so that ``observation_id`` raises there exactly as ``make_observation`` would.
-        self.prefix: bytes | None = None
+        #: The id's hash state after the bytes before the coordinate (copying it is cheaper
+        #: than hashing them again); ``None`` when they cannot be encoded, so that
+        #: ``observation_id`` raises there exactly as ``make_observation`` would.
+        self.prefix: hashlib.blake2b | None = None
         if adapter.isascii():
             try:
-                self.prefix = (adapter + "\x1f" + source_identity + "\x1f").encode("utf-8", "surrogateescape")
+                data = (adapter + "\x1f" + source_identity + "\x1f").encode("utf-8", "surrogateescape")
             except UnicodeEncodeError:
-                self.prefix = None
+                pass
+            else:
+                self.prefix = _blake2b(data, digest_size=16)
 
     def observation_id(self, coordinate: str) -> str:
-        """``observation_id(adapter, source_identity, coordinate)`` with the prefix encoded once."""
-        prefix = self.prefix
-        if prefix is None:
+        """``observation_id(adapter, source_identity, coordinate)`` with the prefix hashed once."""
+        if self.prefix is None:
             return observation_id(self.adapter, self.source_identity, coordinate)
-        return _blake2b(prefix + coordinate.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+        digest = self.prefix.copy()
+        digest.update(coordinate.encode("utf-8", "surrogateescape"))
+        return digest.hexdigest()
 
 
 def check_field(name: str, value: str | None) -> None:

@@ -155,7 +155,12 @@ MAX_ID = 256
 MAX_SESSIONS = 256
 #: Strings of at most this many characters are within every canonical bound.
 _SHORT = STRING_BOUND // 4
+#: The same for authored text (``text``, ``result``, ``command``; ``arguments`` has more room).
+_SHORT_TEXT = AUTHORED_TEXT_BOUND // 4
 _replace = msgspec.structs.replace
+_ARGUMENT_TYPES = (dict, list, str)
+#: Shared, never mutated: the unknown parts of a result that has none.
+_NO_UNKNOWN: list[int] = []
 
 _NO_RAW = msgspec.Raw(b"")
 _fromisoformat = datetime.fromisoformat
@@ -265,6 +270,20 @@ _args_encoder = msgspec.json.Encoder(order="deterministic")
 def provider_of(model: str | None) -> str:
     """OpenTelemetry provider name, told from the model id's shape (Bedrock/Vertex ids differ)."""
     if model:
+        known = _providers.get(model)
+        if known is not None:
+            return known
+        if len(_providers) < 64:
+            _providers[model] = known = _provider_of(model)
+            return known
+    return _provider_of(model)
+
+
+_providers: dict[str, str] = {}
+
+
+def _provider_of(model: str | None) -> str:
+    if model:
         if model.startswith("arn:aws:bedrock") or model.startswith("anthropic.") or ".anthropic." in model:
             return "aws.bedrock"
         if "@" in model:
@@ -367,6 +386,14 @@ def _template(
         parent_session_id=parent,
     )
 
+
+#: ``ambiguous`` of a merged response by (model conflict, role conflict).
+_AMBIGUOUS: dict[tuple[bool, bool], tuple[str, ...]] = {
+    (False, False): (),
+    (True, False): ("model",),
+    (False, True): ("role",),
+    (True, True): ("model", "role"),
+}
 
 #: Envelope fields that decide a record's session template (see ``_Scan.context``).
 _SessionKey = tuple[str, str | None, bool, str | None, str | None, str | None]
@@ -525,7 +552,7 @@ class _Scan:
     ) -> None:
         t = ctx.t
         err = t.error
-        if err is None and len(text) > _SHORT:
+        if err is None and len(text) > _SHORT_TEXT:
             err = _over("text", text)
         if err is None and model is not None and len(model) > _SHORT:
             err = _over("model", model)
@@ -594,7 +621,15 @@ class _Scan:
     ) -> None:
         t = ctx.t
         err = t.error
-        if err is None:
+        if err is None and (
+            (name is not None and len(name) > _SHORT)
+            or (call_id is not None and len(call_id) > _SHORT)
+            or (arguments is not None and len(arguments) > _SHORT_TEXT)
+            or (command is not None and len(command) > _SHORT_TEXT)
+            or (file_path is not None and len(file_path) > _SHORT)
+            or (url is not None and len(url) > _SHORT)
+            or (model is not None and len(model) > _SHORT)
+        ):
             # The order of make_observation's keywords: the first field over its bound is named.
             for field, value in (
                 ("tool_name", name),
@@ -646,7 +681,7 @@ class _Scan:
             err = _over("tool_name", name)
         if err is None and call_id is not None and len(call_id) > _SHORT:
             err = _over("call_id", call_id)
-        if err is None and result is not None and len(result) > _SHORT:
+        if err is None and result is not None and len(result) > _SHORT_TEXT:
             err = _over("result", result)
         if err is None and (err := t.attribute_error) is None:
             self.observations.append(
@@ -885,10 +920,16 @@ class _Scan:
             # A response group closes when another response (or a record without one) starts.
             if self.group is not None and (msg.id is None or self.group.key != self.group_key(rec, msg.id)):
                 self.boundary(line)
-        elif isinstance(content, str) or not all(block.type == "tool_result" for block in content):
+        else:
             # A user record with anything but tool results is a new turn; tool results of a
             # response's parallel calls arrive between its lines and do not close it.
-            self.boundary(line)
+            if isinstance(content, str):
+                self.boundary(line)
+            else:
+                for block in content:
+                    if block.type != "tool_result":
+                        self.boundary(line)
+                        break
         sid = self.identify(rec, line)
         self.records += 1
         ctx = self.context(rec, line, sid)
@@ -1006,7 +1047,7 @@ class _Scan:
         text_ctx = group.text_ctx
         model = group.model
         provider = provider_of(model) if model is not None else None
-        ambiguous = (("model",) if group.model_conflict else ()) + (("role",) if group.role_conflict else ())
+        ambiguous = _AMBIGUOUS[group.model_conflict, group.role_conflict]
         if text_ctx is not None and group.text_coord is not None:
             if group.overflow:
                 self.quarantine(
@@ -1029,15 +1070,19 @@ class _Scan:
                 )
         usage = group.usage
         if usage is not None and not group.usage_done and group.usage_ctx is not None:
-            parts = (usage.input_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens)
-            total_in = sum(v for v in parts if v is not None) if any(v is not None for v in parts) else None
-            canonical = TokenUsage(
-                input_tokens=total_in,
-                output_tokens=usage.output_tokens,
-                cache_read_input_tokens=usage.cache_read_input_tokens,
-                cache_creation_input_tokens=usage.cache_creation_input_tokens,
-            )
-            if not canonical.is_empty():
+            fresh, read, created = usage.input_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+            # Canonical input counts every input token: the cache reads and writes are parts of it.
+            if fresh is None and read is None and created is None:
+                total_in = None
+            else:
+                total_in = (fresh or 0) + (read or 0) + (created or 0)
+            if total_in is not None or usage.output_tokens is not None:
+                canonical = TokenUsage(
+                    input_tokens=total_in,
+                    output_tokens=usage.output_tokens,
+                    cache_read_input_tokens=read,
+                    cache_creation_input_tokens=created,
+                )
                 key = group.key
                 coordinate = f"message:{key.split(chr(31), 1)[1]}:usage" if key else group.ctx.coordinate(0) + ":usage"
                 self.emit_usage(
@@ -1069,7 +1114,7 @@ class _Scan:
                 arguments = _multiedit_arguments(value)
             else:
                 arguments = encode_arguments(
-                    value if isinstance(value, dict | list | str) else None,
+                    value if isinstance(value, _ARGUMENT_TYPES) else None,
                     AUTHORED_KEYS.get(name or "", ()),
                 )
         except BoundExceeded as exc:
@@ -1097,7 +1142,11 @@ class _Scan:
             i = index_base + offset
             call_id = block.tool_use_id
             name = self.calls.pop(call_id, None) if call_id else None
-            text, unknown = _result_text(block.content)
+            content = block.content
+            if content is None or isinstance(content, str):
+                text, unknown = content, _NO_UNKNOWN
+            else:
+                text, unknown = _result_text(content)
             for j in unknown:
                 self.quarantine(
                     ctx.line,
@@ -1139,11 +1188,11 @@ class _Scan:
 
 
 def _tool_use_result(raw: msgspec.Raw) -> _ToolUseResult | None:
-    data = bytes(raw)
-    if not data.startswith(b"{"):
+    view = memoryview(raw)
+    if not view or view[0] != 0x7B:  # "{"
         return None  # a plain string (errors, rejections)
     try:
-        return _tool_use_result_decoder.decode(data)
+        return _tool_use_result_decoder.decode(raw)  # decoded in place, never copied
     except msgspec.DecodeError:
         return None
 
