@@ -399,36 +399,24 @@ _AMBIGUOUS: dict[tuple[bool, bool], tuple[str, ...]] = {
 _SessionKey = tuple[str, str | None, bool, str | None, str | None, str | None]
 
 
-class _Ctx:
+class _Ctx(msgspec.Struct, gc=False):
     """What every observation of one native record shares.
 
     ``t`` holds the fields of the record's session (checked against their bounds once per
     session); the record's own sequence, provenance and time are set on each observation.
+    ``coord`` is the native position of its blocks: by record uuid, else by the line's
+    offset. (A Struct, not a class: built once per record, its constructor runs in C.)
     """
 
-    __slots__ = ("attributes", "coord", "cwd", "line", "occurred_at", "prov", "sid", "t", "uuid")
-
-    def __init__(
-        self,
-        t: ObservationTemplate,
-        sid: str,
-        cwd: str | None,
-        attributes: dict[str, str],
-        occurred_at: str | None,
-        uuid: str | None,
-        line: Line,
-        prov: Provenance,
-    ) -> None:
-        self.t = t
-        self.sid = sid
-        self.cwd = cwd
-        self.attributes = attributes
-        self.occurred_at = occurred_at
-        self.uuid = uuid
-        self.line = line
-        self.prov = prov
-        # Native position of a block: by record uuid, else by the line's offset.
-        self.coord = f"uuid:{uuid}:block:" if uuid is not None else f"offset:{line.offset}:block:"
+    t: ObservationTemplate
+    sid: str
+    cwd: str | None
+    attributes: dict[str, str]
+    occurred_at: str | None
+    uuid: str | None
+    line: Line
+    prov: Provenance
+    coord: str
 
     def coordinate(self, index: int) -> str:
         """Native position of block ``index``."""
@@ -878,6 +866,7 @@ class _Scan:
             uuid,
             line,
             Provenance(source_kind=KIND, path=self.path, line=line.number, offset=line.offset, record_id=uuid),
+            f"uuid:{uuid}:block:" if uuid is not None else f"offset:{line.offset}:block:",
         )
 
     def session(self, key: _SessionKey) -> tuple[ObservationTemplate, str, dict[str, str]]:
@@ -1183,7 +1172,9 @@ class _Scan:
         child = f"{ctx.sid}/{agent_id}"
         # The link belongs to the parent's source identity, with the child's session fields.
         t = _template(child, SUBAGENT, ctx.cwd, {**ctx.attributes, "agent_id": agent_id}, ctx.sid, ctx.sid)
-        link_ctx = _Ctx(t, child, ctx.cwd, t.observation.attributes, ctx.occurred_at, ctx.uuid, ctx.line, ctx.prov)
+        link_ctx = _Ctx(
+            t, child, ctx.cwd, t.observation.attributes, ctx.occurred_at, ctx.uuid, ctx.line, ctx.prov, ctx.coord
+        )
         self.emit_session(link_ctx, f"agent:{agent_id}:link", call_id)
 
 
