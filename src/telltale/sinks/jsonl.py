@@ -71,7 +71,8 @@ class JsonlSink:
         """Append ``lines`` (each without newline) and fsync. Returns bytes written."""
         if not lines:
             return 0
-        payload = b"\n".join(lines) + b"\n"
+        # The trailing newline is the join separator's last use; no second copy of the window.
+        payload = b"\n".join((*lines, b""))
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
