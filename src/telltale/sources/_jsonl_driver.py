@@ -230,6 +230,39 @@ def first_str(args: object, keys: tuple[str, ...]) -> str | None:
     return None
 
 
+class ToolFacets:
+    """Which of a tool call's arguments are its command line, file path or URL.
+
+    Built by each vendor module from its own tool names and argument keys; the
+    lookup itself is the same for every agent.
+    """
+
+    def __init__(
+        self,
+        *,
+        shell: frozenset[str],
+        files: frozenset[str],
+        urls: frozenset[str],
+        command_keys: tuple[str, ...] = ("command", "cmd"),
+        path_keys: tuple[str, ...] = ("path", "file_path"),
+        url_keys: tuple[str, ...] = ("url",),
+    ) -> None:
+        self._by_tool: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for names, facet, keys in ((urls, "url", url_keys), (files, "file_path", path_keys),
+                                   (shell, "command", command_keys)):
+            for name in names:
+                self._by_tool[name] = (facet, keys)
+
+    def __call__(self, tool: str | None, args: object) -> dict[str, str]:
+        if tool is None:
+            return {}
+        rule = self._by_tool.get(tool)
+        if rule is None:
+            return {}
+        value = first_str(args, rule[1])
+        return {rule[0]: value} if value is not None else {}
+
+
 def json_text(value: object) -> str | None:
     """A string stays itself; anything else becomes compact JSON text (``None`` stays ``None``)."""
     if value is None:

@@ -33,9 +33,9 @@ from telltale.readers.sqlite import MAX_BYTES, MAX_ROWS, SqliteSnapshot
 from telltale.sources._jsonl_driver import (
     Out,
     Recorder,
+    ToolFacets,
     acquire_lines,
     decode_failure_reason,
-    first_str,
     json_text,
 )
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
@@ -202,19 +202,9 @@ _AUTHORED_KEYS = (
 )
 
 
-def _facets(tool: str | None, args: Any) -> dict[str, str]:
-    if tool is None or not isinstance(args, dict):
-        return {}
-    if tool in _SHELL_TOOLS:
-        value = first_str(args, ("command", "cmd"))
-        return {"command": value} if value is not None else {}
-    if tool in _FILE_TOOLS:
-        value = first_str(args, ("path", "file_path", "file"))
-        return {"file_path": value} if value is not None else {}
-    if tool in _URL_TOOLS:
-        value = first_str(args, ("url",))
-        return {"url": value} if value is not None else {}
-    return {}
+_facets = ToolFacets(
+    shell=_SHELL_TOOLS, files=_FILE_TOOLS, urls=_URL_TOOLS, path_keys=("path", "file_path", "file"),
+)
 
 
 def claw_usage(usage: _Usage) -> TokenUsage:

@@ -21,9 +21,9 @@ from telltale.readers.jsonl import Line
 from telltale.sources._jsonl_driver import (
     Out,
     Recorder,
+    ToolFacets,
     acquire_lines,
     decode_failure_reason,
-    first_str,
     json_text,
     line_quarantine,
 )
@@ -164,23 +164,10 @@ _URL_TOOLS = frozenset({"web_fetch"})
 _AUTHORED_KEYS = ("command", "content", "old_string", "new_string", "prompt")
 
 
-def _facets(tool: str | None, args: dict[str, Any] | None) -> dict[str, str]:
-    if tool is None or args is None:
-        return {}
-    facets: dict[str, str] = {}
-    if tool in _SHELL_TOOLS:
-        command = first_str(args, ("command",))
-        if command is not None:
-            facets["command"] = command
-    elif tool in _FILE_TOOLS:
-        path = first_str(args, ("file_path", "absolute_path", "path"))
-        if path is not None:
-            facets["file_path"] = path
-    elif tool in _URL_TOOLS:
-        url = first_str(args, ("url",))
-        if url is not None:
-            facets["url"] = url
-    return facets
+_facets = ToolFacets(
+    shell=_SHELL_TOOLS, files=_FILE_TOOLS, urls=_URL_TOOLS,
+    command_keys=("command",), path_keys=("file_path", "absolute_path", "path"),
+)
 
 
 def gemini_usage(meta: _UsageMetadata) -> tuple[TokenUsage, bool]:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from telltale.sources._jsonl_driver import first_str
+from telltale.sources._jsonl_driver import ToolFacets
 
 CLIENT = "copilot"
 #: Copilot is GitHub's service whatever model it routes to (``claude-sonnet-4.6`` stays as is).
@@ -19,21 +17,9 @@ _URL_TOOLS = frozenset({"web_fetch", "fetch"})
 AUTHORED_KEYS = ("command", "cmd", "file_text", "old_str", "new_str", "content", "new_content", "prompt")
 
 
-def facets(tool: str | None, args: Any) -> dict[str, str]:
-    """``command`` / ``file_path`` / ``url`` of a Copilot tool call, by tool name.
-
-    ``str_replace_editor`` also has a ``command`` argument, but it names the editor
-    operation (``view``, ``create``), not a shell command: only shell tools give one.
-    """
-    if tool is None or not isinstance(args, dict):
-        return {}
-    if tool in _SHELL_TOOLS:
-        value = first_str(args, ("command", "cmd"))
-        return {"command": value} if value is not None else {}
-    if tool in _FILE_TOOLS:
-        value = first_str(args, ("path", "file_path", "filePath"))
-        return {"file_path": value} if value is not None else {}
-    if tool in _URL_TOOLS:
-        value = first_str(args, ("url",))
-        return {"url": value} if value is not None else {}
-    return {}
+#: ``command`` / ``file_path`` / ``url`` of a Copilot tool call, by tool name.
+#: ``str_replace_editor`` also has a ``command`` argument, but it names the editor
+#: operation (``view``, ``create``), not a shell command: only shell tools give one.
+facets = ToolFacets(
+    shell=_SHELL_TOOLS, files=_FILE_TOOLS, urls=_URL_TOOLS, path_keys=("path", "file_path", "filePath"),
+)
