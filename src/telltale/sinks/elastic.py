@@ -28,7 +28,7 @@ from telltale.sinks.http import (
     Unattributed,
     classify_status,
     parse_retry_after,
-    send_isolating,
+    send_prepared,
     transport_retry,
 )
 
@@ -116,23 +116,7 @@ class ElasticSink:
         return head + event + b"\n"
 
     def send(self, events: Sequence[bytes]) -> SendResult:
-        results: list[ItemResult | None] = [None] * len(events)
-        lines: list[bytes] = []
-        index: list[int] = []
-        for i, event in enumerate(events):
-            act = self.action(event)
-            if isinstance(act, ItemResult):
-                results[i] = act
-            else:
-                lines.append(act)
-                index.append(i)
-        notes: tuple[str, ...] = ()
-        if lines:
-            sent = send_isolating(lines, self._attempt)
-            for i, item in zip(index, sent.items, strict=True):
-                results[i] = item
-            notes = sent.notes
-        return SendResult(tuple(r if r is not None else ACKED for r in results), notes)
+        return send_prepared(events, self.action, self._attempt)
 
     def _attempt(self, lines: Sequence[bytes]) -> SendResult | Unattributed:
         try:

@@ -17,7 +17,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from telltale.sinks import ItemResult, Outcome, SendResult, bounded_reason
+from telltale.sinks import ACKED, ItemResult, Outcome, SendResult, bounded_reason
 
 #: Largest response body we read (an Elasticsearch ``_bulk`` answer for a few thousand
 #: items is well below this); a longer body is cut and then fails to parse -> retry.
@@ -200,6 +200,32 @@ def send_isolating(events: Sequence[bytes], attempt: Attempt) -> SendResult:
     if blocked is not None:
         return left + SendResult.uniform(len(events) - mid, blocked)
     return left + send_isolating(events[mid:], attempt)
+
+
+def send_prepared(
+    events: Sequence[bytes],
+    prepare: Callable[[bytes], bytes | ItemResult],
+    attempt: Attempt,
+) -> SendResult:
+    """Prepare each event (its wire form, or why it cannot be sent), send the prepared
+    ones with :func:`send_isolating`, and put every outcome back at its event's place."""
+    results: list[ItemResult | None] = [None] * len(events)
+    ready: list[bytes] = []
+    index: list[int] = []
+    for i, event in enumerate(events):
+        prepared = prepare(event)
+        if isinstance(prepared, ItemResult):
+            results[i] = prepared
+        else:
+            ready.append(prepared)
+            index.append(i)
+    notes: tuple[str, ...] = ()
+    if ready:
+        sent = send_isolating(ready, attempt)
+        for i, item in zip(index, sent.items, strict=True):
+            results[i] = item
+        notes = sent.notes
+    return SendResult(tuple(r if r is not None else ACKED for r in results), notes)
 
 
 def classify_status(status: int, retry_after: float | None) -> ItemResult | None:

@@ -49,7 +49,7 @@ from telltale.sinks.http import (
     Unattributed,
     classify_status,
     parse_retry_after,
-    send_isolating,
+    send_prepared,
     transport_retry,
 )
 
@@ -335,26 +335,7 @@ class OtlpSink:
             self._channel.close()
 
     def send(self, events: Sequence[bytes]) -> SendResult:
-        results: list[ItemResult | None] = [None] * len(events)
-        good: list[bytes] = []
-        index: list[int] = []
-        for i, raw in enumerate(events):
-            try:
-                doc = msgspec.json.decode(raw)
-            except msgspec.DecodeError:
-                doc = None
-            if not isinstance(doc, dict):
-                results[i] = ItemResult(Outcome.REJECTED, "malformed_event")
-            else:
-                good.append(raw)
-                index.append(i)
-        notes: tuple[str, ...] = ()
-        if good:
-            sent = send_isolating(good, self._attempt)
-            for i, item in zip(index, sent.items, strict=True):
-                results[i] = item
-            notes = sent.notes
-        return SendResult(tuple(r if r is not None else ACKED for r in results), notes)
+        return send_prepared(events, _checked, self._attempt)
 
     def _attempt(self, events: Sequence[bytes]) -> SendResult | Unattributed:
         request, _ = build_request(events, self.clock_ns())
@@ -394,3 +375,12 @@ class OtlpSink:
         rejected = int(answer.partial_success.rejected_log_records)
         notes = (f"otlp_partial_rejected:{rejected}",) if rejected > 0 else ()
         return SendResult.uniform(count, ACKED, notes)
+
+
+def _checked(raw: bytes) -> bytes | ItemResult:
+    """An event is sendable when it is a JSON object."""
+    try:
+        doc = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        doc = None
+    return raw if isinstance(doc, dict) else ItemResult(Outcome.REJECTED, "malformed_event")

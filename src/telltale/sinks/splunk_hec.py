@@ -31,6 +31,7 @@ from telltale.sinks.http import (
     classify_status,
     parse_retry_after,
     send_isolating,
+    send_prepared,
     transport_retry,
 )
 
@@ -129,24 +130,11 @@ class SplunkHecSink:
 
     def send(self, events: Sequence[bytes]) -> SendResult:
         """Send ``events`` as concatenated envelopes and classify each."""
-        bodies: list[bytes] = []
-        index: list[int] = []
-        results: list[ItemResult | None] = [None] * len(events)
-        for i, event in enumerate(events):
-            env = self.envelope(event)
-            if env is None:
-                results[i] = ItemResult(Outcome.REJECTED, "malformed_event")
-            else:
-                bodies.append(env)
-                index.append(i)
-        if bodies:
-            sent = self._send_envelopes(bodies)
-            for i, item in zip(index, sent.items, strict=True):
-                results[i] = item
-            notes = sent.notes
-        else:
-            notes = ()
-        return SendResult(tuple(r if r is not None else ACKED for r in results), notes)
+        return send_prepared(events, self._prepared, self._attempt)
+
+    def _prepared(self, event: bytes) -> bytes | ItemResult:
+        env = self.envelope(event)
+        return env if env is not None else ItemResult(Outcome.REJECTED, "malformed_event")
 
     def _send_envelopes(self, bodies: Sequence[bytes]) -> SendResult:
         return send_isolating(bodies, self._attempt)
