@@ -158,6 +158,9 @@ _SHORT = STRING_BOUND // 4
 #: The same for authored text (``text``, ``result``, ``command``; ``arguments`` has more room).
 _SHORT_TEXT = AUTHORED_TEXT_BOUND // 4
 _replace = msgspec.structs.replace
+# Enum members looked up once: a class attribute lookup on an Enum costs more than a replace field.
+_SESSION, _MESSAGE, _USAGE, _TOOL = Family.SESSION, Family.MESSAGE, Family.USAGE, Family.TOOL
+_REQUESTED, _RESULT = Stage.REQUESTED, Stage.RESULT
 _ARGUMENT_TYPES = (dict, list, str)
 #: Shared, never mutated: the unknown parts of a result that has none.
 _NO_UNKNOWN: list[int] = []
@@ -307,8 +310,21 @@ def canonical_time(value: object) -> str | None:
             _fromisoformat(value[:23])
         except ValueError:
             return None
+        if value[19:] in _MILLIS:
+            if len(_valid_seconds) >= 4096:
+                _valid_seconds.clear()
+            _valid_seconds[value[:19]] = None
         return value
     return iso_time(value)
+
+
+#: Canonical millisecond tails, ``.000Z`` to ``.999Z``.
+_MILLIS = frozenset(f".{ms:03d}Z" for ms in range(1000))
+#: ``YYYY-MM-DDTHH:MM:SS`` heads of canonical timestamps already parsed as a valid time
+#: (bounded). A timestamp with such a head and a ``.dddZ`` tail passes ``canonical_time``'s
+#: test unchanged; ``_Scan.context`` checks that before calling it (records come many per
+#: second, and the call and the parse cost more than the rest of the record's context).
+_valid_seconds: dict[str, None] = {}
 
 
 def looks_injected(text: str) -> bool:
@@ -355,6 +371,16 @@ def _multiedit_arguments(value: Any) -> str | None:
     # Every other leaf still gets the ordinary bound.
     encode_arguments({**value, "edits": stripped_edits})
     return _args_encoder.encode(value).decode("utf-8")
+
+
+def _oid(t: ObservationTemplate, coordinate: str) -> str:
+    """``t.observation_id(coordinate)``: the hash state after the template's prefix, copied."""
+    digest = t.prefix
+    if digest is None:
+        return t.observation_id(coordinate)
+    digest = digest.copy()
+    digest.update(coordinate.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
 
 
 def _over(field: str, value: str) -> BoundExceeded | None:
@@ -516,8 +542,8 @@ class _Scan:
             self.observations.append(
                 _replace(
                     t.observation,
-                    observation_id=t.observation_id(coordinate),
-                    family=Family.SESSION,
+                    observation_id=_oid(t, coordinate),
+                    family=_SESSION,
                     sequence=ctx.line.number,
                     provenance=ctx.prov,
                     occurred_at=ctx.occurred_at,
@@ -548,8 +574,8 @@ class _Scan:
             self.observations.append(
                 _replace(
                     t.observation,
-                    observation_id=t.observation_id(coordinate),
-                    family=Family.MESSAGE,
+                    observation_id=_oid(t, coordinate),
+                    family=_MESSAGE,
                     sequence=ctx.line.number,
                     provenance=ctx.prov,
                     occurred_at=ctx.occurred_at,
@@ -581,8 +607,8 @@ class _Scan:
             self.observations.append(
                 _replace(
                     t.observation,
-                    observation_id=t.observation_id(coordinate),
-                    family=Family.USAGE,
+                    observation_id=_oid(t, coordinate),
+                    family=_USAGE,
                     sequence=ctx.line.number,
                     provenance=ctx.prov,
                     occurred_at=ctx.occurred_at,
@@ -634,12 +660,12 @@ class _Scan:
             self.observations.append(
                 _replace(
                     t.observation,
-                    observation_id=t.observation_id(coordinate),
-                    family=Family.TOOL,
+                    observation_id=_oid(t, coordinate),
+                    family=_TOOL,
                     sequence=ctx.line.number,
                     provenance=ctx.prov,
                     occurred_at=ctx.occurred_at,
-                    stage=Stage.REQUESTED,
+                    stage=_REQUESTED,
                     tool_name=name,
                     call_id=call_id,
                     arguments=arguments,
@@ -675,12 +701,12 @@ class _Scan:
             self.observations.append(
                 _replace(
                     t.observation,
-                    observation_id=t.observation_id(coordinate),
-                    family=Family.TOOL,
+                    observation_id=_oid(t, coordinate),
+                    family=_TOOL,
                     sequence=ctx.line.number,
                     provenance=ctx.prov,
                     occurred_at=ctx.occurred_at,
-                    stage=Stage.RESULT,
+                    stage=_RESULT,
                     tool_name=name,
                     call_id=call_id,
                     result=result,
@@ -857,12 +883,15 @@ class _Scan:
             session = self.session(key)
         t, sid, attributes = session
         uuid = rec.uuid or None
+        ts = rec.timestamp
+        if not (ts.__class__ is str and len(ts) == 24 and ts[19:] in _MILLIS and ts[:19] in _valid_seconds):
+            ts = canonical_time(ts)
         return _Ctx(
             t,
             sid,
             cwd,
             attributes,
-            canonical_time(rec.timestamp),
+            ts,
             uuid,
             line,
             Provenance(source_kind=KIND, path=self.path, line=line.number, offset=line.offset, record_id=uuid),
@@ -905,27 +934,41 @@ class _Scan:
                 return
             kind = msg.role
         content = msg.content
+        results: list[_Block] | None = None  # a user record that holds only tool results
         if kind == "assistant":
             # A response group closes when another response (or a record without one) starts.
             if self.group is not None and (msg.id is None or self.group.key != self.group_key(rec, msg.id)):
                 self.boundary(line)
+        elif isinstance(content, str):
+            self.boundary(line)
         else:
             # A user record with anything but tool results is a new turn; tool results of a
             # response's parallel calls arrive between its lines and do not close it.
-            if isinstance(content, str):
-                self.boundary(line)
-            else:
-                for block in content:
-                    if block.type != "tool_result":
-                        self.boundary(line)
-                        break
-        sid = self.identify(rec, line)
+            results = content
+            for block in content:
+                if block.type != "tool_result":
+                    results = None
+                    self.boundary(line)
+                    break
+        sid = rec.session_id
+        if not (
+            sid is not None
+            and rec.session_id_alias is None
+            and sid == self.cur
+            and self.camel
+            and (self.file_agent is None or not rec.agent_id or rec.agent_id == self.file_agent)
+        ):
+            sid = self.identify(rec, line)  # the common case above needs no identity change
         self.records += 1
         ctx = self.context(rec, line, sid)
-        self.start(ctx)
+        if ctx.sid not in self.started:
+            self.start(ctx)
         ambiguous = ("role",) if msg.role is not None and msg.role != kind else ()
         if kind == "assistant":
             self.assistant(ctx, rec, msg, content, ambiguous)
+        elif results is not None:
+            if results:
+                self.tool_results(ctx, rec, results, len(results))
         else:
             self.user(ctx, rec, content, ambiguous)
 
@@ -955,7 +998,9 @@ class _Scan:
             if btype == "text":
                 text = block.text
                 if text and text.strip():
-                    self.emit_message(ctx, ctx.coordinate(i), "user", text, injected or looks_injected(text), ambiguous)
+                    self.emit_message(
+                        ctx, ctx.coord + str(i), "user", text, injected or looks_injected(text), ambiguous
+                    )
             elif btype == "tool_result":
                 results += 1
             elif btype == "tool_use":
@@ -1016,7 +1061,7 @@ class _Scan:
             return  # whitespace-only blocks ("\n\n") carry nothing
         if group.text_ctx is None:
             group.text_ctx = ctx
-            group.text_coord = ctx.coordinate(index)
+            group.text_coord = ctx.coord + str(index)
         if group.overflow:
             return
         # Held text never grows past the bound: the merged message would be quarantined anyway.
@@ -1120,7 +1165,7 @@ class _Scan:
             elif name in URL_FIELD:
                 item = value.get(URL_FIELD[name])
                 url = item if isinstance(item, str) else None
-        self.emit_requested(ctx, ctx.coordinate(index), name, call_id, arguments, command, file_path, url, model)
+        self.emit_requested(ctx, ctx.coord + str(index), name, call_id, arguments, command, file_path, url, model)
 
     def tool_results(self, ctx: _Ctx, rec: _Record, blocks: list[_Block], count: int, index_base: int = 0) -> None:
         detail: _ToolUseResult | None = None
@@ -1153,7 +1198,7 @@ class _Scan:
                     interrupted = detail.interrupted is True
                     if detail.agent_id and call_id:
                         self.link(ctx, detail.agent_id, call_id)
-            self.emit_result(ctx, ctx.coordinate(i), name, call_id, text, block.is_error, interrupted)
+            self.emit_result(ctx, ctx.coord + str(i), name, call_id, text, block.is_error, interrupted)
 
     # -- subagent links ------------------------------------------------------------------
     def progress(self, line: Line, rec: _Record) -> None:
