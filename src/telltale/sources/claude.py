@@ -310,21 +310,23 @@ def canonical_time(value: object) -> str | None:
             _fromisoformat(value[:23])
         except ValueError:
             return None
-        if value[19:] in _MILLIS:
-            if len(_valid_seconds) >= 4096:
-                _valid_seconds.clear()
-            _valid_seconds[value[:19]] = None
+        if value[16:19] in _SECONDS and value[19:] in _MILLIS:
+            if len(_valid_minutes) >= 4096:
+                _valid_minutes.clear()
+            _valid_minutes[value[:16]] = None
         return value
     return iso_time(value)
 
 
-#: Canonical millisecond tails, ``.000Z`` to ``.999Z``.
+#: Canonical second parts, ``:00`` to ``:59``, and millisecond tails, ``.000Z`` to ``.999Z``.
+_SECONDS = frozenset(f":{s:02d}" for s in range(60))
 _MILLIS = frozenset(f".{ms:03d}Z" for ms in range(1000))
-#: ``YYYY-MM-DDTHH:MM:SS`` heads of canonical timestamps already parsed as a valid time
-#: (bounded). A timestamp with such a head and a ``.dddZ`` tail passes ``canonical_time``'s
-#: test unchanged; ``_Scan.context`` checks that before calling it (records come many per
-#: second, and the call and the parse cost more than the rest of the record's context).
-_valid_seconds: dict[str, None] = {}
+#: ``YYYY-MM-DDTHH:MM`` heads of canonical timestamps already parsed as a valid time
+#: (bounded). A 24-character timestamp with such a head, a ``:SS`` part and a ``.dddZ`` tail
+#: passes ``canonical_time``'s test unchanged; ``_Scan.context`` checks that before calling
+#: it (records come many per minute, and the call and the parse cost more than the rest of
+#: the record's context).
+_valid_minutes: dict[str, None] = {}
 
 
 def looks_injected(text: str) -> bool:
@@ -516,6 +518,7 @@ class _Scan:
             self.fallback_sid = stem
         self.group: _Group | None = None
         self.sessions: dict[_SessionKey, tuple[ObservationTemplate, str, dict[str, str]]] = {}
+        self.last: tuple[_SessionKey, tuple[ObservationTemplate, str, dict[str, str]]] | None = None
         # Output window.
         self.observations: list[Observation] = []
         self.quarantined: list[Quarantine] = []
@@ -878,13 +881,23 @@ class _Scan:
         agent_id = rec.agent_id or None
         cwd = rec.cwd or None
         key = (base, agent_id, bool(rec.is_sidechain), rec.version or None, rec.git_branch or None, cwd)
-        session = self.sessions.get(key)
-        if session is None:
-            session = self.session(key)
+        last = self.last
+        if last is not None and key == last[0]:  # most records repeat the envelope before them
+            session = last[1]
+        else:
+            found = self.sessions.get(key)
+            session = self.session(key) if found is None else found
+            self.last = (key, session)
         t, sid, attributes = session
         uuid = rec.uuid or None
         ts = rec.timestamp
-        if not (ts.__class__ is str and len(ts) == 24 and ts[19:] in _MILLIS and ts[:19] in _valid_seconds):
+        if not (
+            ts.__class__ is str
+            and len(ts) == 24
+            and ts[19:] in _MILLIS
+            and ts[16:19] in _SECONDS
+            and ts[:16] in _valid_minutes
+        ):
             ts = canonical_time(ts)
         return _Ctx(
             t,
