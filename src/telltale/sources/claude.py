@@ -784,8 +784,6 @@ class _Scan:
             self.records += 1
             self.quarantine(line, "oversized_line")
             return
-        if not data.strip():
-            return  # a blank line is not a record
         try:
             rec = _record_decoder.decode(data)
         except msgspec.ValidationError:
@@ -793,6 +791,8 @@ class _Scan:
             self.mismatch(line, data)
             return
         except msgspec.DecodeError:
+            if not data.strip():
+                return  # a blank line is not a record (and never decodes)
             self.records += 1
             self.quarantine(line, _decode_failure(data))
             return
@@ -1274,6 +1274,10 @@ class ClaudeAdapter:
             scan = _Scan(source, carry)
             start = end_offset = reader.start_offset
             end_line = reader.start_line
+            batch_bytes = self.batch_bytes
+            # A line that ends at or past ``limit`` fills the window (``window >= batch_bytes``).
+            limit = start + batch_bytes - 1
+            last: Line | None = None
             for line in reader.lines():
                 scan.line(line)
                 if scan.ready is not None:
@@ -1282,18 +1286,23 @@ class ClaudeAdapter:
                     batch.cursor = encode_cursor(reader.cursor(cut_offset, cut_line, carry=cut_carry))
                     batch.bytes_read = cut_offset - start
                     start = cut_offset
+                    limit = start + batch_bytes - 1
                     yield batch
-                end_offset, end_line = line.offset + line.length + 1, line.number
-                window = end_offset - start
-                if window >= self.batch_bytes:
+                last = line
+                if line.offset + line.length >= limit:
+                    end_offset, end_line = line.offset + line.length + 1, line.number
+                    window = end_offset - start
                     if scan.group is None or window >= self.max_batch_bytes:
                         scan.flush()
                         scan.cut_wanted = False
                         raw = encode_cursor(reader.cursor(end_offset, end_line, carry=scan.carry()))
                         yield scan.take(window, raw)
                         start = end_offset
+                        limit = start + batch_bytes - 1
                     else:
                         scan.cut_wanted = True  # cut where the open response closes
+            if last is not None:
+                end_offset, end_line = last.offset + last.length + 1, last.number
             scan.flush()
             raw = encode_cursor(reader.cursor(end_offset, end_line, carry=scan.carry()))
             batch = scan.take(end_offset - start, raw)
