@@ -423,8 +423,11 @@ _AMBIGUOUS: dict[tuple[bool, bool], tuple[str, ...]] = {
     (True, True): ("model", "role"),
 }
 
-#: Envelope fields that decide a record's session template (see ``_Scan.context``).
-_SessionKey = tuple[str, str | None, bool, str | None, str | None, str | None]
+#: Envelope fields that decide a record's session template, as decoded (see ``_Scan.context``):
+#: session base, agentId, isSidechain, version, gitBranch, cwd.
+_SessionKey = tuple[str, str | None, bool | None, str | None, str | None, str | None]
+#: A session's template, session id, attributes and cwd.
+_Session = tuple[ObservationTemplate, str, dict[str, str], str | None]
 
 
 class _Ctx(msgspec.Struct, gc=False):
@@ -517,8 +520,8 @@ class _Scan:
         else:
             self.fallback_sid = stem
         self.group: _Group | None = None
-        self.sessions: dict[_SessionKey, tuple[ObservationTemplate, str, dict[str, str]]] = {}
-        self.last: tuple[_SessionKey, tuple[ObservationTemplate, str, dict[str, str]]] | None = None
+        self.sessions: dict[_SessionKey, _Session] = {}
+        self.last: tuple[_SessionKey, _Session] | None = None
         # Output window.
         self.observations: list[Observation] = []
         self.quarantined: list[Quarantine] = []
@@ -682,44 +685,6 @@ class _Scan:
         else:
             self.bad(ctx, err)
 
-    def emit_result(
-        self,
-        ctx: _Ctx,
-        coordinate: str,
-        name: str | None,
-        call_id: str | None,
-        result: str | None,
-        is_error: bool | None,
-        interrupted: bool,
-    ) -> None:
-        t = ctx.t
-        err = t.error
-        if err is None and name is not None and len(name) > _SHORT:
-            err = _over("tool_name", name)
-        if err is None and call_id is not None and len(call_id) > _SHORT:
-            err = _over("call_id", call_id)
-        if err is None and result is not None and len(result) > _SHORT_TEXT:
-            err = _over("result", result)
-        if err is None and (err := t.attribute_error) is None:
-            self.observations.append(
-                _replace(
-                    t.observation,
-                    observation_id=_oid(t, coordinate),
-                    family=_TOOL,
-                    sequence=ctx.line.number,
-                    provenance=ctx.prov,
-                    occurred_at=ctx.occurred_at,
-                    stage=_RESULT,
-                    tool_name=name,
-                    call_id=call_id,
-                    result=result,
-                    is_error=is_error,
-                    interrupted=interrupted,
-                )
-            )
-        else:
-            self.bad(ctx, err)
-
     def quarantine(
         self,
         line: Line,
@@ -877,43 +842,50 @@ class _Scan:
         return rec.session_id or rec.session_id_alias or self.cur or self.fallback_sid
 
     def context(self, rec: _Record, line: Line, sid: str | None) -> _Ctx:
-        base = sid or self.cur or self.fallback_sid
-        agent_id = rec.agent_id or None
-        cwd = rec.cwd or None
-        key = (base, agent_id, bool(rec.is_sidechain), rec.version or None, rec.git_branch or None, cwd)
+        # Raw envelope values: ``session`` normalises them once per distinct envelope.
+        key = (
+            sid or self.cur or self.fallback_sid,
+            rec.agent_id,
+            rec.is_sidechain,
+            rec.version,
+            rec.git_branch,
+            rec.cwd,
+        )
         last = self.last
         if last is not None and key == last[0]:  # most records repeat the envelope before them
-            session = last[1]
+            t, sid, attributes, cwd = last[1]
         else:
-            found = self.sessions.get(key)
-            session = self.session(key) if found is None else found
+            session = self.sessions.get(key)
+            if session is None:
+                session = self.session(key)
             self.last = (key, session)
-        t, sid, attributes = session
-        uuid = rec.uuid or None
+            t, sid, attributes, cwd = session
+        # A known-valid minute with a canonical ``:SS.mmmZ`` rest is canonical_time's "yes" (the
+        # two tail sets also make the length 24); anything else takes the full test.
         ts = rec.timestamp
-        if not (
-            ts.__class__ is str
-            and len(ts) == 24
-            and ts[19:] in _MILLIS
-            and ts[16:19] in _SECONDS
-            and ts[:16] in _valid_minutes
-        ):
-            ts = canonical_time(ts)
+        occurred_at = (
+            ts
+            if isinstance(ts, str) and ts[19:] in _MILLIS and ts[16:19] in _SECONDS and ts[:16] in _valid_minutes
+            else canonical_time(ts)
+        )
+        uuid = rec.uuid or None
         return _Ctx(
             t,
             sid,
             cwd,
             attributes,
-            ts,
+            occurred_at,
             uuid,
             line,
             Provenance(source_kind=KIND, path=self.path, line=line.number, offset=line.offset, record_id=uuid),
             f"uuid:{uuid}:block:" if uuid is not None else f"offset:{line.offset}:block:",
         )
 
-    def session(self, key: _SessionKey) -> tuple[ObservationTemplate, str, dict[str, str]]:
+    def session(self, key: _SessionKey) -> _Session:
         """The template of one session's observations, made once per distinct record envelope."""
         base, agent_id, sidechain, version, branch, cwd = key
+        agent_id = agent_id or None
+        cwd = cwd or None
         if agent_id is not None:
             sid, parent = f"{base}/{agent_id}", base
         else:
@@ -928,7 +900,7 @@ class _Scan:
         t = _template(sid, SUBAGENT if (sidechain or agent_id is not None) else AGENT, cwd, attributes, parent)
         if len(self.sessions) >= MAX_SESSIONS:
             self.sessions.clear()
-        session = self.sessions[key] = (t, sid, attributes)
+        session = self.sessions[key] = (t, sid, attributes, cwd)
         return session
 
     # -- conversation records ------------------------------------------------------------
@@ -950,7 +922,11 @@ class _Scan:
         results: list[_Block] | None = None  # a user record that holds only tool results
         if kind == "assistant":
             # A response group closes when another response (or a record without one) starts.
-            if self.group is not None and (msg.id is None or self.group.key != self.group_key(rec, msg.id)):
+            group = self.group
+            if group is not None and (
+                msg.id is None
+                or group.key != f"{rec.session_id or rec.session_id_alias or self.cur or self.fallback_sid}\x1f{msg.id}"
+            ):
                 self.boundary(line)
         elif isinstance(content, str):
             self.boundary(line)
@@ -976,7 +952,7 @@ class _Scan:
         ctx = self.context(rec, line, sid)
         if ctx.sid not in self.started:
             self.start(ctx)
-        ambiguous = ("role",) if msg.role is not None and msg.role != kind else ()
+        ambiguous = ("role",) if msg.role != kind and msg.role is not None else ()
         if kind == "assistant":
             self.assistant(ctx, rec, msg, content, ambiguous)
         elif results is not None:
@@ -1211,7 +1187,34 @@ class _Scan:
                     interrupted = detail.interrupted is True
                     if detail.agent_id and call_id:
                         self.link(ctx, detail.agent_id, call_id)
-            self.emit_result(ctx, ctx.coord + str(i), name, call_id, text, block.is_error, interrupted)
+            # The observation (see "output" above), built here: this runs once per tool result.
+            t = ctx.t
+            err = t.error
+            if err is None and name is not None and len(name) > _SHORT:
+                err = _over("tool_name", name)
+            if err is None and call_id is not None and len(call_id) > _SHORT:
+                err = _over("call_id", call_id)
+            if err is None and text is not None and len(text) > _SHORT_TEXT:
+                err = _over("result", text)
+            if err is None and (err := t.attribute_error) is None:
+                self.observations.append(
+                    _replace(
+                        t.observation,
+                        observation_id=_oid(t, ctx.coord + str(i)),
+                        family=_TOOL,
+                        sequence=ctx.line.number,
+                        provenance=ctx.prov,
+                        occurred_at=ctx.occurred_at,
+                        stage=_RESULT,
+                        tool_name=name,
+                        call_id=call_id,
+                        result=text,
+                        is_error=block.is_error,
+                        interrupted=interrupted,
+                    )
+                )
+            else:
+                self.bad(ctx, err)
 
     # -- subagent links ------------------------------------------------------------------
     def progress(self, line: Line, rec: _Record) -> None:
