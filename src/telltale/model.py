@@ -202,10 +202,16 @@ def check_bound(field: str, value: str | None, bound: int) -> None:
 def observation_id(adapter: str, source_identity: str, coordinate: str) -> str:
     """Deterministic id: re-reading the same native record yields the same id."""
     if adapter.isascii():
-        # One hash call over one joined text: the same bytes as hashing the parts in turn.
-        digest = _BLAKE2B_16.copy()  # cheaper than a constructor call with its keyword
-        digest.update((adapter + "\x1f" + source_identity + "\x1f" + coordinate).encode("utf-8", "surrogateescape"))
-        return digest.hexdigest()
+        # One update over one joined text: the same bytes as the parts in turn. A text that
+        # cannot be encoded takes the part-by-part path, which raises the error it always did.
+        try:
+            data = (adapter + "\x1f" + source_identity + "\x1f" + coordinate).encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            pass
+        else:
+            digest = _BLAKE2B_16.copy()  # cheaper than a constructor call with its keyword
+            digest.update(data)
+            return digest.hexdigest()
     digest = _blake2b(digest_size=16)
     digest.update(adapter.encode())
     digest.update(b"\x1f")
