@@ -294,10 +294,7 @@ def make_observation(
                 check_bound(name, value, bound)
     attributes = fields.get("attributes")
     if attributes:
-        for key, val in attributes.items():
-            # The field name is built only for a value that may be over the bound.
-            if val.__class__ is not str or len(val) > _SHORT:
-                check_bound(f"attributes.{key}", val, STRING_BOUND)
+        check_attributes(attributes)
     if "source_kind" not in fields:
         fields["source_kind"] = adapter
     return Observation(
@@ -342,9 +339,7 @@ class ObservationTemplate:
         attributes = shared.get("attributes")
         if attributes:
             try:
-                for key, val in attributes.items():
-                    if val.__class__ is not str or len(val) > _SHORT:
-                        check_bound(f"attributes.{key}", val, STRING_BOUND)
+                check_attributes(attributes)
             except BoundExceeded as exc:
                 self.attribute_error = exc
         shared.setdefault("source_kind", adapter)
@@ -371,6 +366,14 @@ class ObservationTemplate:
         digest = self.prefix.copy()
         digest.update(coordinate.encode("utf-8", "surrogateescape"))
         return digest.hexdigest()
+
+
+def check_attributes(attributes: Mapping[str, str]) -> None:
+    """``make_observation``'s check of an observation's attributes, each against the string bound."""
+    for key, val in attributes.items():
+        # The field name is built only for a value that may be over the bound.
+        if val.__class__ is not str or len(val) > _SHORT:
+            check_bound(f"attributes.{key}", val, STRING_BOUND)
 
 
 def check_field(name: str, value: str | None) -> None:

@@ -26,11 +26,14 @@ from telltale.model import (
     BoundExceeded,
     Family,
     Observation,
+    ObservationTemplate,
     Provenance,
     Quarantine,
     Stage,
     TokenUsage,
+    check_attributes,
     check_bound,
+    check_field,
     encode_arguments,
     iso_time,
     make_observation,
@@ -90,6 +93,31 @@ _ERROR_STATUSES = frozenset({"failed", "declined"})
 _args_encoder = msgspec.json.Encoder(order="deterministic")
 _any_decoder = msgspec.json.Decoder()
 
+#: Strings of at most this many characters are within the ordinary / the authored-text bound.
+_SHORT = STRING_BOUND // 4
+_SHORT_TEXT = AUTHORED_TEXT_BOUND // 4
+_replace = msgspec.structs.replace
+# Enum members looked up once: a class attribute lookup on an Enum costs more than a replace field.
+_MESSAGE, _TOOL, _USAGE = Family.MESSAGE, Family.TOOL, Family.USAGE
+_REQUESTED, _RESULT = Stage.REQUESTED, Stage.RESULT
+
+
+def _over(field: str, value: str) -> BoundExceeded | None:
+    """The bound error of one own field of an observation, if it has one."""
+    try:
+        check_field(field, value)
+    except BoundExceeded as exc:
+        return exc
+    return None
+
+
+def _attributes_over(attributes: dict[str, str]) -> BoundExceeded | None:
+    try:
+        check_attributes(attributes)
+    except BoundExceeded as exc:
+        return exc
+    return None
+
 
 class _Carry(msgspec.Struct, kw_only=True, omit_defaults=True):
     """State carried between scans in the cursor (bounded by the MAX_* limits)."""
@@ -117,22 +145,27 @@ _Totals = tuple[int | None, int | None, int | None, int | None, int | None, int 
 
 
 _CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
-#: Seconds (``YYYY-MM-DDTHH:MM:SS``) already proven valid: a G2 timestamp in canonical
-#: form within such a second needs no parsing (lines are written many per second).
-_valid_seconds: dict[str, None] = {}
+#: Minutes (``YYYY-MM-DDTHH:MM``) of canonical G2 timestamps that ``iso_time`` returned
+#: unchanged: another timestamp of such a minute with a valid ``:SS`` and a ``.mmmZ`` tail
+#: needs no parsing (lines are written many per minute). Bounded.
+_valid_minutes: dict[str, None] = {}
+#: ``:00`` to ``:59``; ``.000Z`` to ``.999Z``.
+_SECONDS = frozenset(f":{s:02d}" for s in range(60))
+_MILLIS = frozenset(f".{ms:03d}Z" for ms in range(1000))
 
 
 def _occurred_at(raw: object) -> str | None:
     """``iso_time`` with a fast path for timestamps already in canonical form."""
-    if type(raw) is str and len(raw) == 24 and _CANONICAL_TIME.fullmatch(raw):
-        if raw[:19] in _valid_seconds:
+    if type(raw) is str and len(raw) == 24:
+        if raw[:16] in _valid_minutes and raw[16:19] in _SECONDS and raw[19:] in _MILLIS:
             return raw
-        value = iso_time(raw)
-        if value == raw:
-            if len(_valid_seconds) >= 4096:
-                _valid_seconds.clear()
-            _valid_seconds[raw[:19]] = None
-        return value
+        if _CANONICAL_TIME.fullmatch(raw):
+            value = iso_time(raw)
+            if value == raw and raw[16:19] in _SECONDS:
+                if len(_valid_minutes) >= 4096:
+                    _valid_minutes.clear()
+                _valid_minutes[raw[:16]] = None
+            return value
     return iso_time(raw)
 
 
@@ -247,6 +280,8 @@ class _Rollout:
         self.quarantined: list[Quarantine] = []
         self.records = 0
         self.other = 0
+        self._template: ObservationTemplate | None = None
+        self._template_key: tuple[str | None, ...] = ()
 
     # -- state ----------------------------------------------------------------------
     @property
@@ -342,6 +377,177 @@ class _Rollout:
             return False
         self.observations.append(observation)
         return True
+
+    # The frequent observations are the current context's template with the line's and the
+    # fact's own fields set (``msgspec.structs.replace``): far cheaper than passing every field
+    # to ``make_observation``, with the same ids and the same bound errors in the same order
+    # (the fact's own strings, then the context's fields, then the attributes; see ``_emit``
+    # for the keyword order they reproduce and ``ObservationTemplate``).
+    def _shared(self) -> ObservationTemplate:
+        """The session header's and the current turn's fields, rebuilt when one changes."""
+        key = (self.sid, self.model, self.agent, self.provider, self.cwd)
+        template = self._template
+        if template is None or key != self._template_key:
+            template = self._template = ObservationTemplate(
+                CLIENT,
+                self.identity,
+                client=CLIENT,
+                source_kind=self.kind,
+                session_id=self.sid,
+                model=self.model,
+                agent=self.agent,
+                provider=self.provider,
+                cwd=self.cwd,
+            )
+            self._template_key = key
+        return template
+
+    def _provenance(self, at: _At, record_id: str | None) -> Provenance:
+        return Provenance(source_kind=self.kind, path=self.path, line=at.line, offset=at.offset, record_id=record_id)
+
+    def _emit_message(
+        self,
+        coordinate: str,
+        at: _At,
+        record_id: str | None,
+        role: str,
+        text: str | None,
+        injected: bool,
+        attributes: dict[str, str],
+    ) -> None:
+        t = self._shared()
+        err = _over("role", role) if len(role) > _SHORT else None
+        if err is None and text is not None and len(text) > _SHORT_TEXT:
+            err = _over("text", text)
+        if err is None:
+            err = t.error
+        if err is None and attributes:
+            err = _attributes_over(attributes)
+        if record_id is not None and len(record_id) > MAX_TRACKED_ID:
+            record_id = _bounded(record_id)
+        if err is not None:
+            self._quarantine("unbounded_value", at, record_id, err.field, err.bound)
+            return
+        self.observations.append(
+            _replace(
+                t.observation,
+                observation_id=t.observation_id(coordinate),
+                family=_MESSAGE,
+                sequence=at.sequence,
+                provenance=self._provenance(at, record_id),
+                occurred_at=_occurred_at(at.timestamp),
+                role=role,
+                text=text,
+                injected=injected,
+                attributes=attributes,
+            )
+        )
+
+    def _emit_usage(self, coordinate: str, at: _At, usage: TokenUsage) -> None:
+        t = self._shared()
+        if t.error is not None:
+            self._quarantine("unbounded_value", at, None, t.error.field, t.error.bound)
+            return
+        self.observations.append(
+            _replace(
+                t.observation,
+                observation_id=t.observation_id(coordinate),
+                family=_USAGE,
+                sequence=at.sequence,
+                provenance=self._provenance(at, None),
+                occurred_at=_occurred_at(at.timestamp),
+                usage=usage,
+            )
+        )
+
+    def _emit_tool(
+        self,
+        coordinate: str,
+        at: _At,
+        record_id: str | None,
+        requested: bool,
+        name: str | None,
+        call_id: str | None,
+        text: str | None,
+        attributes: dict[str, str],
+        command: str | None = None,
+        file_path: str | None = None,
+        url: str | None = None,
+        exit_code: int | None = None,
+        is_error: bool | None = None,
+        interrupted: bool = False,
+    ) -> None:
+        """A requested call (``text`` is its arguments) or a result (``text`` is the result)."""
+        t = self._shared()
+        err = None
+        if (
+            (name is not None and len(name) > _SHORT)
+            or (call_id is not None and len(call_id) > _SHORT)
+            or (text is not None and len(text) > _SHORT_TEXT)
+            or (command is not None and len(command) > _SHORT_TEXT)
+            or (file_path is not None and len(file_path) > _SHORT)
+            or (url is not None and len(url) > _SHORT)
+        ):
+            # make_observation's keyword order: the first field over its bound is named.
+            for field, value in (
+                ("tool_name", name),
+                ("call_id", call_id),
+                ("arguments" if requested else "result", text),
+                ("command", command),
+                ("file_path", file_path),
+                ("url", url),
+            ):
+                if value is not None and (err := _over(field, value)) is not None:
+                    break
+        if err is None:
+            err = t.error
+        if err is None and attributes:
+            err = _attributes_over(attributes)
+        if record_id is not None and len(record_id) > MAX_TRACKED_ID:
+            record_id = _bounded(record_id)
+        if err is not None:
+            self._quarantine("unbounded_value", at, record_id, err.field, err.bound)
+            return
+        base = t.observation
+        oid = t.observation_id(coordinate)
+        provenance = self._provenance(at, record_id)
+        occurred_at = _occurred_at(at.timestamp)
+        if requested:
+            observation = _replace(
+                base,
+                observation_id=oid,
+                family=_TOOL,
+                sequence=at.sequence,
+                provenance=provenance,
+                occurred_at=occurred_at,
+                stage=_REQUESTED,
+                tool_name=name,
+                call_id=call_id,
+                arguments=text,
+                attributes=attributes,
+                command=command,
+                file_path=file_path,
+                url=url,
+            )
+        else:
+            observation = _replace(
+                base,
+                observation_id=oid,
+                family=_TOOL,
+                sequence=at.sequence,
+                provenance=provenance,
+                occurred_at=occurred_at,
+                stage=_RESULT,
+                tool_name=name,
+                call_id=call_id,
+                result=text,
+                exit_code=exit_code,
+                is_error=is_error,
+                interrupted=interrupted,
+                attributes=attributes,
+                file_path=file_path,
+            )
+        self.observations.append(observation)
 
     # -- lines ----------------------------------------------------------------------
     def handle(self, line: Line) -> None:
@@ -635,16 +841,7 @@ class _Rollout:
         if images:
             attributes["images"] = str(images)
         coordinate = f"item:{item.id}" if item.id else f"off:{at.offset}:message"
-        self._emit(
-            Family.MESSAGE,
-            coordinate,
-            at,
-            item.id,
-            role=role,
-            text=text,
-            injected=injected,
-            attributes=attributes,
-        )
+        self._emit_message(coordinate, at, item.id, role, text, injected, attributes)
 
     # -- tool calls ------------------------------------------------------------------
     def _track(self, call_id: str | None, name: str | None) -> None:
@@ -662,7 +859,9 @@ class _Rollout:
         item_id: str | None,
         arguments: Any,
         attributes: dict[str, str],
-        **facets_: Any,
+        command: str | None = None,
+        file_path: str | None = None,
+        url: str | None = None,
     ) -> None:
         """One requested tool call. ``arguments`` is called here so bound errors quarantine."""
         self._track(call_id, name)
@@ -677,17 +876,8 @@ class _Rollout:
         except BoundExceeded as exc:
             self._quarantine("unbounded_value", at, call_id or item_id, exc.field, exc.bound)
             return
-        self._emit(
-            Family.TOOL,
-            coordinate,
-            at,
-            call_id or item_id,
-            stage=Stage.REQUESTED,
-            tool_name=name,
-            call_id=call_id,
-            arguments=encoded,
-            attributes=attributes,
-            **facets_,
+        self._emit_tool(
+            coordinate, at, call_id or item_id, True, name, call_id, encoded, attributes, command, file_path, url
         )
 
     def _function_call(self, item: wire.FunctionCall, at: _At) -> None:
@@ -835,7 +1025,7 @@ class _Rollout:
         interrupted: bool = False,
         default_name: str | None = None,
         attributes: dict[str, str] | None = None,
-        **facets_: Any,
+        file_path: str | None = None,
     ) -> None:
         """One tool result, joined to its call's tool name; a second result for a call is dropped."""
         if call_id and call_id in self.answered:
@@ -852,20 +1042,19 @@ class _Rollout:
         except BoundExceeded as exc:
             self._quarantine("unbounded_value", at, call_id, exc.field, exc.bound)
             return
-        self._emit(
-            Family.TOOL,
+        self._emit_tool(
             coordinate,
             at,
             call_id,
-            stage=Stage.RESULT,
-            tool_name=name or default_name,
-            call_id=call_id,
-            result=text,
+            False,
+            name or default_name,
+            call_id,
+            text,
+            attributes or {},
+            file_path=file_path,
             exit_code=exit_code,
             is_error=is_error,
             interrupted=interrupted,
-            attributes=attributes or {},
-            **facets_,
         )
 
     def _tool_output(self, call_id: str | None, output: wire.Output, at: _At) -> None:
@@ -961,7 +1150,7 @@ class _Rollout:
         if usage is None or all(v is None for v in usage):
             self.other += 1
             return
-        self._emit(Family.USAGE, f"off:{at.offset}:usage", at, None, usage=_usage(usage))
+        self._emit_usage(f"off:{at.offset}:usage", at, _usage(usage))
 
     def _interrupt(self, event: wire.TurnAborted, at: _At) -> None:
         """Every call still waiting for its result was interrupted with the turn."""

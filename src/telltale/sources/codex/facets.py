@@ -83,6 +83,7 @@ def listed_paths(paths: list[str], bound: int) -> str | None:
 
 
 _EXIT_LINE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)\s*$")
+_EXIT_OPENINGS = ("Process exited with code ", "Exit code: ")
 
 
 def exit_code_from_text(text: str) -> int | None:
@@ -94,10 +95,12 @@ def exit_code_from_text(text: str) -> int | None:
     """
     if not text.startswith(("Chunk ID: ", "Exit code: ", "Wall time: ")):
         return None
-    for line in text[:1024].split("\n")[:8]:
-        if line.startswith("Output:"):
+    for line in text[:1024].split("\n", 8)[:8]:
+        # Only a line with one of the two openings can match: the others cost no regex.
+        if line.startswith(_EXIT_OPENINGS):
+            match = _EXIT_LINE.match(line)
+            if match:
+                return int(match.group(1))
+        elif line.startswith("Output:"):
             break
-        match = _EXIT_LINE.match(line)
-        if match:
-            return int(match.group(1))
     return None
