@@ -92,6 +92,9 @@ _ERROR_STATUSES = frozenset({"failed", "declined"})
 
 _args_encoder = msgspec.json.Encoder(order="deterministic")
 _any_decoder = msgspec.json.Decoder()
+_envelope_decode = wire.envelope_decoder.decode
+_record_decode = wire.record_decoder.decode
+_TOOL_OUTPUTS = (wire.FunctionCallOutput, wire.CustomToolCallOutput)
 
 #: Strings of at most this many characters are within the ordinary / the authored-text bound.
 _SHORT = STRING_BOUND // 4
@@ -280,8 +283,8 @@ class _Rollout:
         self.quarantined: list[Quarantine] = []
         self.records = 0
         self.other = 0
+        #: The observation context as a template; ``None`` after a change to it (``_shared``).
         self._template: ObservationTemplate | None = None
-        self._template_key: tuple[str | None, ...] = ()
 
     # -- state ----------------------------------------------------------------------
     @property
@@ -384,10 +387,10 @@ class _Rollout:
     # (the fact's own strings, then the context's fields, then the attributes; see ``_emit``
     # for the keyword order they reproduce and ``ObservationTemplate``).
     def _shared(self) -> ObservationTemplate:
-        """The session header's and the current turn's fields, rebuilt when one changes."""
-        key = (self.sid, self.model, self.agent, self.provider, self.cwd)
+        """The session header's and the current turn's fields (``_template`` is reset to
+        ``None`` wherever ``sid``, ``model``, ``agent``, ``provider`` or ``cwd`` change)."""
         template = self._template
-        if template is None or key != self._template_key:
+        if template is None:
             template = self._template = ObservationTemplate(
                 CLIENT,
                 self.identity,
@@ -399,11 +402,7 @@ class _Rollout:
                 provider=self.provider,
                 cwd=self.cwd,
             )
-            self._template_key = key
         return template
-
-    def _provenance(self, at: _At, record_id: str | None) -> Provenance:
-        return Provenance(source_kind=self.kind, path=self.path, line=at.line, offset=at.offset, record_id=record_id)
 
     def _emit_message(
         self,
@@ -434,7 +433,9 @@ class _Rollout:
                 observation_id=t.observation_id(coordinate),
                 family=_MESSAGE,
                 sequence=at.sequence,
-                provenance=self._provenance(at, record_id),
+                provenance=Provenance(
+                    source_kind=self.kind, path=self.path, line=at.line, offset=at.offset, record_id=record_id
+                ),
                 occurred_at=_occurred_at(at.timestamp),
                 role=role,
                 text=text,
@@ -454,7 +455,7 @@ class _Rollout:
                 observation_id=t.observation_id(coordinate),
                 family=_USAGE,
                 sequence=at.sequence,
-                provenance=self._provenance(at, None),
+                provenance=Provenance(source_kind=self.kind, path=self.path, line=at.line, offset=at.offset),
                 occurred_at=_occurred_at(at.timestamp),
                 usage=usage,
             )
@@ -510,7 +511,9 @@ class _Rollout:
             return
         base = t.observation
         oid = t.observation_id(coordinate)
-        provenance = self._provenance(at, record_id)
+        provenance = Provenance(
+            source_kind=self.kind, path=self.path, line=at.line, offset=at.offset, record_id=record_id
+        )
         occurred_at = _occurred_at(at.timestamp)
         if requested:
             observation = _replace(
@@ -552,20 +555,46 @@ class _Rollout:
     # -- lines ----------------------------------------------------------------------
     def handle(self, line: Line) -> None:
         data = line.data
-        if data is not None and (not data or data.isspace()):
+        if data is not None:
+            # The frequent G2 records in one decoding pass (see ``wire.RecordLine``); any
+            # other line, or a failure, takes the two-step path below.
+            try:
+                rec = _record_decode(data)
+            except msgspec.DecodeError:
+                rec = None
+            if rec is not None:
+                payload = rec.payload
+                kind = rec.type
+                if (kind == "response_item" and isinstance(payload, wire.Item)) or (
+                    kind == "event_msg" and isinstance(payload, wire.EVENT_PAYLOADS)
+                ):
+                    self.records += 1
+                    at = _At(line.number, line.offset, self.base + line.number - 1)
+                    if rec.ordinal is not None:
+                        self._explicit_ordinal(rec.ordinal, at)
+                    at.timestamp = rec.timestamp
+                    if kind == "response_item":
+                        self._item(payload, at, rec.metadata or None)
+                    else:
+                        self._event_of(payload, at)
+                    return
+        if data is None:
+            self.records += 1
+            self._quarantine("oversized_line", _At(line.number, line.offset, self.base + line.number - 1))
+            return
+        try:
+            env = _envelope_decode(data)
+        except msgspec.ValidationError as exc:
+            self.records += 1
+            raise SourceError("wrapper", f"line {line.number}: not a rollout record object") from exc
+        except msgspec.DecodeError as exc:
+            if not data or data.isspace():
+                return  # a blank line is not a record (and never decodes)
+            self.records += 1
+            self._undecodable(exc, _At(line.number, line.offset, self.base + line.number - 1))
             return
         self.records += 1
         at = _At(line.number, line.offset, self.base + line.number - 1)
-        if data is None:
-            self._quarantine("oversized_line", at)
-            return
-        try:
-            env = wire.envelope_decoder.decode(data)
-        except msgspec.ValidationError as exc:
-            raise SourceError("wrapper", f"line {line.number}: not a rollout record object") from exc
-        except msgspec.DecodeError as exc:
-            self._undecodable(exc, at)
-            return
         if env.ordinal is not None:
             self._explicit_ordinal(env.ordinal, at)
         if env.payload:
@@ -666,6 +695,7 @@ class _Rollout:
             raise SourceError("ownership", f"line {at.line}: a second session_meta names another session")
         self.meta = True
         self._history_base(meta.history_base, at, line, explicit_ordinal)
+        self._template = None
         self.sid = _bounded(sid)
         self.cwd = _bounded(meta.cwd)
         self.provider = _bounded(meta.model_provider)
@@ -748,6 +778,7 @@ class _Rollout:
             self._undecodable(exc, at)
             return
         self.other += 1
+        self._template = None
         self.model = _bounded(context.model) or self.model
         self.cwd = _bounded(context.cwd) or self.cwd
         self.provider = _bounded(context.model_provider) or self.provider
@@ -762,13 +793,16 @@ class _Rollout:
         except msgspec.DecodeError as exc:
             self._undecodable(exc, at)
             return
+        self._item(item, at, metadata)
+
+    def _item(self, item: Any, at: _At, metadata: msgspec.Raw | None) -> None:
         if isinstance(item, wire.BookkeepingItem):
             self.other += 1
         elif isinstance(item, wire.Message):
             self._message(item, at, metadata)
         elif isinstance(item, wire.FunctionCall):
             self._function_call(item, at)
-        elif isinstance(item, wire.FunctionCallOutput | wire.CustomToolCallOutput):
+        elif isinstance(item, _TOOL_OUTPUTS):
             self._tool_output(item.call_id, item.output, at)
         elif isinstance(item, wire.CustomToolCall):
             self._custom_tool_call(item, at)
@@ -1109,6 +1143,9 @@ class _Rollout:
         except msgspec.DecodeError as exc:
             self._undecodable(exc, at)
             return
+        self._event_of(event, at)
+
+    def _event_of(self, event: Any, at: _At) -> None:
         if isinstance(event, wire.BookkeepingEvent):
             self.other += 1
         elif isinstance(event, wire.TokenCount):
@@ -1147,7 +1184,7 @@ class _Rollout:
             usage = total
         if total is not None:
             self.total = total
-        if usage is None or all(v is None for v in usage):
+        if usage is None or usage.count(None) == len(usage):
             self.other += 1
             return
         self._emit_usage(f"off:{at.offset}:usage", at, _usage(usage))

@@ -504,6 +504,42 @@ BOOKKEEPING_RECORDS = frozenset(
     ]
 )
 
+# -- one-pass decoding of the frequent lines ----------------------------------------
+
+#: Response items and event payloads in one tagged union. ``agent_message`` is a tag of both
+#: (bookkeeping either way); it decodes as the item.
+_PAYLOAD_TYPES: list[Any] = [
+    *_ITEM_TYPES,
+    *(t for t in _EVENT_TYPES if t.__struct_config__.tag != "agent_message"),
+]
+
+#: A G2 line decoded in one pass, payload included (the envelope's fields, with the payload
+#: typed). Decoding the envelope first and the payload after reads the payload's bytes
+#: twice; this reads them once. It is only a faster way to the same values: a line it
+#: cannot decode, or whose payload is not of its record type's kind (an item for
+#: ``response_item``, an event for ``event_msg``), takes the two-step path, which defines
+#: the adapter's behaviour.
+RecordLine: Any = msgspec.defstruct(
+    "RecordLine",
+    [
+        ("type", str | None, None),
+        ("payload", Union[tuple(_PAYLOAD_TYPES)] | None, None),  # noqa: UP007
+        ("timestamp", Any, None),
+        ("ordinal", Any, None),
+        ("metadata", msgspec.Raw, msgspec.Raw()),
+        ("record_type", str | None, None),
+        ("id", Any, None),
+    ],
+)
+#: Payload classes of the two kinds: items; events, and the item class that also stands for
+#: the ``agent_message`` event (tag-only bookkeeping both ways).
+Item = _Item
+EVENT_PAYLOADS: tuple[type, ...] = (
+    _Event,
+    *(t for t in _ITEM_TYPES if t.__struct_config__.tag == "agent_message"),
+)
+
+record_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(RecordLine)
 envelope_decoder = msgspec.json.Decoder(Envelope)
 kind_decoder = msgspec.json.Decoder(Kind)
 meta_decoder = msgspec.json.Decoder(SessionMeta)
