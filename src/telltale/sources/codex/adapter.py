@@ -94,6 +94,9 @@ _args_encoder = msgspec.json.Encoder(order="deterministic")
 _any_decoder = msgspec.json.Decoder()
 _envelope_decode = wire.envelope_decoder.decode
 _record_decode = wire.record_decoder.decode
+_ITEM = wire.Item
+_EVENT_PAYLOADS = wire.EVENT_PAYLOADS
+_BOOKKEEPING_PAYLOADS = (wire.BookkeepingItem, wire.BookkeepingEvent)
 _TOOL_OUTPUTS = (wire.FunctionCallOutput, wire.CustomToolCallOutput)
 
 #: Strings of at most this many characters are within the ordinary / the authored-text bound.
@@ -251,7 +254,7 @@ def open_zstd(path: str) -> BinaryIO:
     return _ZstdStream(compressed)
 
 
-class _At(msgspec.Struct):
+class _At(msgspec.Struct, gc=False):
     """The native position of the line being mapped."""
 
     line: int
@@ -563,12 +566,19 @@ class _Rollout:
             except msgspec.DecodeError:
                 rec = None
             if rec is not None:
-                payload = rec.payload
                 kind = rec.type
-                if (kind == "response_item" and isinstance(payload, wire.Item)) or (
-                    kind == "event_msg" and isinstance(payload, wire.EVENT_PAYLOADS)
-                ):
+                payload = rec.payload
+                if kind == "response_item":
+                    fast = isinstance(payload, _ITEM)
+                elif kind == "event_msg":
+                    fast = isinstance(payload, _EVENT_PAYLOADS)
+                else:
+                    fast = False
+                if fast:
                     self.records += 1
+                    if rec.ordinal is None and isinstance(payload, _BOOKKEEPING_PAYLOADS):
+                        self.other += 1  # all that a bookkeeping payload does
+                        return
                     at = _At(line.number, line.offset, self.base + line.number - 1)
                     if rec.ordinal is not None:
                         self._explicit_ordinal(rec.ordinal, at)
@@ -778,10 +788,12 @@ class _Rollout:
             self._undecodable(exc, at)
             return
         self.other += 1
-        self._template = None
-        self.model = _bounded(context.model) or self.model
-        self.cwd = _bounded(context.cwd) or self.cwd
-        self.provider = _bounded(context.model_provider) or self.provider
+        model = _bounded(context.model) or self.model
+        cwd = _bounded(context.cwd) or self.cwd
+        provider = _bounded(context.model_provider) or self.provider
+        if model != self.model or cwd != self.cwd or provider != self.provider:
+            self._template = None
+            self.model, self.cwd, self.provider = model, cwd, provider
 
     # -- response items --------------------------------------------------------------
     def _response_item(self, raw: bytes, at: _At, metadata: msgspec.Raw | None) -> None:

@@ -2,8 +2,10 @@
 
 Only the fields the adapter projects are declared: msgspec skips everything else while
 decoding (encrypted reasoning, base instructions, image data, rate limits) without
-allocating it. Payload unions are tagged by ``type``; a record whose tag is not in a
-union is classified separately (unknown record, quarantined by itself).
+allocating it. Decoded values are short-lived and hold no reference cycles, so the Structs
+are not tracked by the garbage collector (``gc=False``). Payload unions are tagged by
+``type``; a record whose tag is not in a union is classified separately (unknown record,
+quarantined by itself).
 
 Shapes follow openai/codex ``codex-rs/protocol`` (``RolloutLine``, ``ResponseItem``,
 ``EventMsg``, ``TurnItem``) and ``codex-rs/history`` (``RolloutItemWire``), plus the
@@ -19,7 +21,7 @@ import msgspec
 # -- line envelope -------------------------------------------------------------------
 
 
-class Envelope(msgspec.Struct):
+class Envelope(msgspec.Struct, gc=False):
     """One rollout line: G2 ``{timestamp, type, payload[, ordinal, metadata]}`` or a G1 bare object.
 
     ``type`` doubles as the G1 response-item tag; ``record_type`` marks G1 state lines;
@@ -36,14 +38,14 @@ class Envelope(msgspec.Struct):
     id: Any = None
 
 
-class HarnessMetadata(msgspec.Struct):
+class HarnessMetadata(msgspec.Struct, gc=False):
     """The harness metadata stored next to a ``response_item`` payload (newest rollouts)."""
 
     inherited_user_message: bool = False
     compaction_output: bool = False
 
 
-class Kind(msgspec.Struct):
+class Kind(msgspec.Struct, gc=False):
     """Just the discriminator (and id), to tell an unknown tag from a malformed known record."""
 
     type: Any = None
@@ -53,7 +55,7 @@ class Kind(msgspec.Struct):
 # -- session_meta / turn_context -----------------------------------------------------
 
 
-class SessionMeta(msgspec.Struct):
+class SessionMeta(msgspec.Struct, gc=False):
     """``session_meta`` payload (G2) or the G1 header line.
 
     Fields are untyped on purpose: the header decides ownership of the whole file, so a
@@ -78,7 +80,7 @@ class SessionMeta(msgspec.Struct):
     subagent_history_start_ordinal: Any = None
 
 
-class TurnContext(msgspec.Struct):
+class TurnContext(msgspec.Struct, gc=False):
     model: str | None = None
     cwd: str | None = None
     model_provider: str | None = None
@@ -87,14 +89,14 @@ class TurnContext(msgspec.Struct):
 # -- response items ------------------------------------------------------------------
 
 
-class ContentPart(msgspec.Struct):
+class ContentPart(msgspec.Struct, gc=False):
     """A message or tool-output content part; only text is kept (images are counted)."""
 
     type: str
     text: str | None = None
 
 
-class _Item(msgspec.Struct, tag_field="type"):
+class _Item(msgspec.Struct, tag_field="type", gc=False):
     pass
 
 
@@ -113,7 +115,7 @@ class FunctionCall(_Item, tag="function_call"):
     namespace: str | None = None
 
 
-class OutputObject(msgspec.Struct):
+class OutputObject(msgspec.Struct, gc=False):
     """An early object-shaped ``FunctionCallOutputPayload``."""
 
     content: str | None = None
@@ -142,7 +144,7 @@ class CustomToolCallOutput(_Item, tag="custom_tool_call_output"):
     output: Output = None
 
 
-class LocalShellAction(msgspec.Struct):
+class LocalShellAction(msgspec.Struct, gc=False):
     type: str | None = None
     command: list[str] | None = None
     working_directory: str | None = None
@@ -156,7 +158,7 @@ class LocalShellCall(_Item, tag="local_shell_call"):
     status: str | None = None
 
 
-class WebSearchAction(msgspec.Struct):
+class WebSearchAction(msgspec.Struct, gc=False):
     type: str | None = None
     query: str | None = None
     queries: list[str] | None = None
@@ -245,11 +247,11 @@ item_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Union[tuple(_ITEM
 # -- tool output payloads ------------------------------------------------------------
 
 
-class ExecMetadata(msgspec.Struct):
+class ExecMetadata(msgspec.Struct, gc=False):
     exit_code: int | None = None
 
 
-class ExecOutputJson(msgspec.Struct, forbid_unknown_fields=True):
+class ExecOutputJson(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """The G1 shell output: a JSON document in the output string."""
 
     output: str
@@ -259,11 +261,11 @@ class ExecOutputJson(msgspec.Struct, forbid_unknown_fields=True):
 # -- event_msg -----------------------------------------------------------------------
 
 
-class _Event(msgspec.Struct, tag_field="type"):
+class _Event(msgspec.Struct, tag_field="type", gc=False):
     pass
 
 
-class TokenUsage(msgspec.Struct):
+class TokenUsage(msgspec.Struct, gc=False):
     input_tokens: int | None = None
     cached_input_tokens: int | None = None
     cache_write_input_tokens: int | None = None
@@ -272,7 +274,7 @@ class TokenUsage(msgspec.Struct):
     total_tokens: int | None = None
 
 
-class TokenInfo(msgspec.Struct):
+class TokenInfo(msgspec.Struct, gc=False):
     total_token_usage: TokenUsage | None = None
     last_token_usage: TokenUsage | None = None
 
@@ -412,7 +414,7 @@ event_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Union[tuple(_EVE
 # -- completed turn items (event_msg item_completed) -----------------------------------
 
 
-class _Turn(msgspec.Struct, tag_field="type"):
+class _Turn(msgspec.Struct, tag_field="type", gc=False):
     id: str | None = None
 
 
@@ -426,7 +428,7 @@ class CommandExecution(_Turn, tag="CommandExecution"):
     status: str | None = None
 
 
-class FileChangeEntry(msgspec.Struct):
+class FileChangeEntry(msgspec.Struct, gc=False):
     """One file of a FileChange: ``add``/``delete`` carry content, ``update`` a unified diff."""
 
     type: str | None = None
@@ -435,7 +437,7 @@ class FileChangeEntry(msgspec.Struct):
     content: str | None = None
 
 
-class FileChangeListEntry(msgspec.Struct):
+class FileChangeListEntry(msgspec.Struct, gc=False):
     """The list-shaped variant (``[{path, kind: {type, move_path}, diff}]``)."""
 
     path: str
@@ -530,6 +532,7 @@ RecordLine: Any = msgspec.defstruct(
         ("record_type", str | None, None),
         ("id", Any, None),
     ],
+    gc=False,
 )
 #: Payload classes of the two kinds: items; events, and the item class that also stands for
 #: the ``agent_message`` event (tag-only bookkeeping both ways).
