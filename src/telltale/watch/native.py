@@ -95,9 +95,9 @@ def plan_watches(
 ) -> WatchPlan:
     """Every directory worth a watch, breadth first across roots, at most ``max_watches``.
 
-    Store roots come first (so a first session anywhere is noticed), then the anchors of
-    store roots that do not exist yet, then the roots' subdirectories level by level, only
-    as deep as the roots' kinds can hold sources. Links below a root are never entered; a
+    Store roots come first (so a first session anywhere is noticed), then the roots'
+    subdirectories level by level, only as deep as the roots' kinds can hold sources, then
+    (while the limit allows) the anchors of store roots that do not exist yet. Links below a root are never entered; a
     directory reached twice (bind mounts) once.
     """
     plan = WatchPlan(limit=max_watches)
@@ -114,14 +114,6 @@ def plan_watches(
         seen.add((st.st_dev, st.st_ino))
         targets = _targets(root.kinds) if root.recursive else []
         level.append((root.path, 1, root.path, targets))
-    for anchor in anchors:
-        try:
-            st = os.stat(anchor)
-        except OSError:
-            continue
-        if (st.st_dev, st.st_ino) not in seen:
-            seen.add((st.st_dev, st.st_ino))
-            level.append((anchor, MAX_WALK_DEPTH, anchor, []))
     while level:
         following: list[tuple[str, int, str, list[WalkTarget]]] = []
         for directory, depth, root_path, targets in level:
@@ -136,6 +128,18 @@ def plan_watches(
                 (child, depth + 1, root_path, targets) for child in _subdirectories(directory, seen)
             )
         level = following
+    # Anchors last: directories that hold sources come first under the watch limit.
+    for anchor in anchors:
+        try:
+            st = os.stat(anchor)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        if len(plan.directories) < max_watches:
+            plan.directories.append(anchor)
+            plan.owner[anchor] = anchor
     return plan
 
 
