@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
+from itertools import repeat
 from typing import Any, TypeGuard
 
 #: Shells whose ``<shell> -lc "<script>"`` wrapper is unwrapped to the script itself.
@@ -47,7 +48,7 @@ def command_line(argv: list[str]) -> str:
 
 
 def is_string_list(value: object) -> TypeGuard[list[str]]:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, list) and all(map(isinstance, value, repeat(str, len(value))))
 
 
 def shell_command(arguments: Mapping[str, Any]) -> str | None:
@@ -84,6 +85,9 @@ def listed_paths(paths: list[str], bound: int) -> str | None:
 
 _EXIT_LINE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)\s*$")
 _EXIT_OPENINGS = ("Process exited with code ", "Exit code: ")
+#: ``_EXIT_LINE`` on every line at once: ``\s*`` can run past a line's end only over blanks,
+#: where the line alone matches too.
+_EXIT_LINES = re.compile(_EXIT_LINE.pattern, re.M)
 
 
 def exit_code_from_text(text: str) -> int | None:
@@ -95,7 +99,14 @@ def exit_code_from_text(text: str) -> int | None:
     """
     if not text.startswith(("Chunk ID: ", "Exit code: ", "Wall time: ")):
         return None
-    for line in text[:1024].split("\n", 8)[:8]:
+    head = text[:1024]
+    cut = head.find("\nOutput:")
+    if cut >= 0 and head.count("\n", 0, cut) < 7:
+        # The usual header: one search over the lines before "Output:" (all among the first 8),
+        # the same first match as the line-by-line loop below.
+        match = _EXIT_LINES.search(head, 0, cut)
+        return int(match.group(1)) if match else None
+    for line in head.split("\n", 8)[:8]:
         # Only a line with one of the two openings can match: the others cost no regex.
         if line.startswith(_EXIT_OPENINGS):
             match = _EXIT_LINE.match(line)
