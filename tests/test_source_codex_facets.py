@@ -2,8 +2,8 @@
 
 ``exit_code_from_text`` searches the lines before ``Output:`` with one multi-line regex
 when that line is among the first eight; ``is_string_list`` checks in C. Both are compared
-with their plain definitions on generated headers (CODEX-10: the exit code comes from the
-header only, never from the command's own output).
+with their plain definitions on generated headers (the exit code comes from the header
+only, never from the command's own output).
 """
 
 from __future__ import annotations
