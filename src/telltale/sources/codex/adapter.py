@@ -98,6 +98,8 @@ _ITEM = wire.Item
 _EVENT_PAYLOADS = wire.EVENT_PAYLOADS
 _BOOKKEEPING_PAYLOADS = (wire.BookkeepingItem, wire.BookkeepingEvent)
 _TOOL_OUTPUTS = (wire.FunctionCallOutput, wire.CustomToolCallOutput)
+_exit_code_from_text = facets.exit_code_from_text
+_astuple = msgspec.structs.astuple
 
 #: Strings of at most this many characters are within the ordinary / the authored-text bound.
 _SHORT = STRING_BOUND // 4
@@ -106,6 +108,16 @@ _replace = msgspec.structs.replace
 # Enum members looked up once: a class attribute lookup on an Enum costs more than a replace field.
 _MESSAGE, _TOOL, _USAGE = Family.MESSAGE, Family.TOOL, Family.USAGE
 _REQUESTED, _RESULT = Stage.REQUESTED, Stage.RESULT
+
+
+def _oid(t: ObservationTemplate, coordinate: str) -> str:
+    """``t.observation_id(coordinate)``: the hash state after the template's prefix, copied."""
+    digest = t.prefix
+    if digest is None:
+        return t.observation_id(coordinate)
+    digest = digest.copy()
+    digest.update(coordinate.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
 
 
 def _over(field: str, value: str) -> BoundExceeded | None:
@@ -188,14 +200,8 @@ def _bounded(value: object) -> str | None:
 
 
 def _totals(usage: wire.TokenUsage) -> _Totals:
-    return (
-        usage.input_tokens,
-        usage.cached_input_tokens,
-        usage.cache_write_input_tokens,
-        usage.output_tokens,
-        usage.reasoning_output_tokens,
-        usage.total_tokens,
-    )
+    # The Struct's fields, in this order (input, cached, cache write, output, reasoning, total).
+    return _astuple(usage)
 
 
 def _usage(t: _Totals) -> TokenUsage:
@@ -417,7 +423,7 @@ class _Rollout:
         injected: bool,
         attributes: dict[str, str],
     ) -> None:
-        t = self._shared()
+        t = self._template or self._shared()
         err = _over("role", role) if len(role) > _SHORT else None
         if err is None and text is not None and len(text) > _SHORT_TEXT:
             err = _over("text", text)
@@ -433,7 +439,7 @@ class _Rollout:
         self.observations.append(
             _replace(
                 t.observation,
-                observation_id=t.observation_id(coordinate),
+                observation_id=_oid(t, coordinate),
                 family=_MESSAGE,
                 sequence=at.sequence,
                 provenance=Provenance(
@@ -448,14 +454,14 @@ class _Rollout:
         )
 
     def _emit_usage(self, coordinate: str, at: _At, usage: TokenUsage) -> None:
-        t = self._shared()
+        t = self._template or self._shared()
         if t.error is not None:
             self._quarantine("unbounded_value", at, None, t.error.field, t.error.bound)
             return
         self.observations.append(
             _replace(
                 t.observation,
-                observation_id=t.observation_id(coordinate),
+                observation_id=_oid(t, coordinate),
                 family=_USAGE,
                 sequence=at.sequence,
                 provenance=Provenance(source_kind=self.kind, path=self.path, line=at.line, offset=at.offset),
@@ -482,7 +488,7 @@ class _Rollout:
         interrupted: bool = False,
     ) -> None:
         """A requested call (``text`` is its arguments) or a result (``text`` is the result)."""
-        t = self._shared()
+        t = self._template or self._shared()
         err = None
         if (
             (name is not None and len(name) > _SHORT)
@@ -513,7 +519,7 @@ class _Rollout:
             self._quarantine("unbounded_value", at, record_id, err.field, err.bound)
             return
         base = t.observation
-        oid = t.observation_id(coordinate)
+        oid = _oid(t, coordinate)
         provenance = Provenance(
             source_kind=self.kind, path=self.path, line=at.line, offset=at.offset, record_id=record_id
         )
@@ -1120,7 +1126,7 @@ class _Rollout:
                     result = shaped.output
                     exit_code = shaped.metadata.exit_code if shaped.metadata else None
             else:
-                exit_code = facets.exit_code_from_text(output)
+                exit_code = _exit_code_from_text(output)
         elif isinstance(output, list):
             texts: list[str] = []
             images = 0
@@ -1338,18 +1344,26 @@ class CodexAdapter:
                 if reader.start_offset == 0:
                     carry = _Carry()  # read from the start: nothing carried applies
                 rollout = _Rollout(source, carry)
-                end_offset, end_line = reader.start_offset, reader.start_line
-                window = 0
+                start = end_offset = reader.start_offset
+                end_line = reader.start_line
+                batch_bytes = BATCH_BYTES
+                # Lines are contiguous: the window is the bytes from ``start`` to a line's end,
+                # and a line that ends at or past ``limit`` fills it.
+                limit = start + batch_bytes - 1
+                last: Line | None = None
                 for line in reader.lines():
                     rollout.handle(line)
-                    end_offset, end_line = line.offset + line.length + 1, line.number
-                    window += line.length + 1
-                    if window >= BATCH_BYTES:
+                    last = line
+                    if line.offset + line.length >= limit:
+                        end_offset, end_line = line.offset + line.length + 1, line.number
                         cur = reader.cursor(end_offset, end_line, carry=rollout.carry())
-                        yield rollout.take(cur, window, partial=False)
-                        window = 0
+                        yield rollout.take(cur, end_offset - start, partial=False)
+                        start = end_offset
+                        limit = start + batch_bytes - 1
+                if last is not None:
+                    end_offset, end_line = last.offset + last.length + 1, last.number
                 cur = reader.cursor(end_offset, end_line, carry=rollout.carry())
-                yield rollout.take(cur, window, partial=reader.partial_tail)
+                yield rollout.take(cur, end_offset - start, partial=reader.partial_tail)
         except zstandard.ZstdError as exc:
             raise SourceError("unreadable", "compressed rollout is not a valid zstd stream") from exc
         except OSError as exc:
