@@ -99,6 +99,9 @@ _EVENT_PAYLOADS = wire.EVENT_PAYLOADS
 _BOOKKEEPING_PAYLOADS = (wire.BookkeepingItem, wire.BookkeepingEvent)
 _TOOL_OUTPUTS = (wire.FunctionCallOutput, wire.CustomToolCallOutput)
 _exit_code_from_text = facets.exit_code_from_text
+#: The attributes of every observation that has none: shared, never mutated (as a session's
+#: attributes are shared by its observations), so that no empty dict is kept per observation.
+_NO_ATTRIBUTES: dict[str, str] = {}
 _astuple = msgspec.structs.astuple
 
 #: Strings of at most this many characters are within the ordinary / the authored-text bound.
@@ -449,7 +452,7 @@ class _Rollout:
                 role=role,
                 text=text,
                 injected=injected,
-                attributes=attributes,
+                attributes=attributes or _NO_ATTRIBUTES,
             )
         )
 
@@ -536,7 +539,7 @@ class _Rollout:
                 tool_name=name,
                 call_id=call_id,
                 arguments=text,
-                attributes=attributes,
+                attributes=attributes or _NO_ATTRIBUTES,
                 command=command,
                 file_path=file_path,
                 url=url,
@@ -556,7 +559,7 @@ class _Rollout:
                 exit_code=exit_code,
                 is_error=is_error,
                 interrupted=interrupted,
-                attributes=attributes,
+                attributes=attributes or _NO_ATTRIBUTES,
                 file_path=file_path,
             )
         self.observations.append(observation)
