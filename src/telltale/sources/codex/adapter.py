@@ -94,9 +94,12 @@ _args_encoder = msgspec.json.Encoder(order="deterministic")
 _any_decoder = msgspec.json.Decoder()
 _envelope_decode = wire.envelope_decoder.decode
 _record_decode = wire.record_decoder.decode
-_ITEM = wire.Item
-_EVENT_PAYLOADS = wire.EVENT_PAYLOADS
-_BOOKKEEPING_PAYLOADS = (wire.BookkeepingItem, wire.BookkeepingEvent)
+_ITEM_CLASSES = wire.ITEM_CLASSES
+_EVENT_CLASSES = wire.EVENT_CLASSES
+_BOOKKEEPING_CLASSES = wire.BOOKKEEPING_CLASSES
+# Decoded payloads are of these exact classes: dispatch compares types, not ``isinstance``.
+_Message, _FunctionCall, _CustomToolCall = wire.Message, wire.FunctionCall, wire.CustomToolCall
+_TokenCount = wire.TokenCount
 _TOOL_OUTPUTS = (wire.FunctionCallOutput, wire.CustomToolCallOutput)
 _exit_code_from_text = facets.exit_code_from_text
 #: The attributes of every observation that has none: shared, never mutated (as a session's
@@ -577,15 +580,16 @@ class _Rollout:
             if rec is not None:
                 kind = rec.type
                 payload = rec.payload
+                cls = type(payload)
                 if kind == "response_item":
-                    fast = isinstance(payload, _ITEM)
+                    fast = cls in _ITEM_CLASSES
                 elif kind == "event_msg":
-                    fast = isinstance(payload, _EVENT_PAYLOADS)
+                    fast = cls in _EVENT_CLASSES
                 else:
                     fast = False
                 if fast:
                     self.records += 1
-                    if rec.ordinal is None and isinstance(payload, _BOOKKEEPING_PAYLOADS):
+                    if rec.ordinal is None and cls in _BOOKKEEPING_CLASSES:
                         self.other += 1  # all that a bookkeeping payload does
                         return
                     at = _At(line.number, line.offset, self.base + line.number - 1)
@@ -817,15 +821,16 @@ class _Rollout:
         self._item(item, at, metadata)
 
     def _item(self, item: Any, at: _At, metadata: msgspec.Raw | None) -> None:
-        if isinstance(item, wire.BookkeepingItem):
-            self.other += 1
-        elif isinstance(item, wire.Message):
-            self._message(item, at, metadata)
-        elif isinstance(item, wire.FunctionCall):
-            self._function_call(item, at)
-        elif isinstance(item, _TOOL_OUTPUTS):
+        cls = type(item)
+        if cls in _TOOL_OUTPUTS:
             self._tool_output(item.call_id, item.output, at)
-        elif isinstance(item, wire.CustomToolCall):
+        elif cls is _FunctionCall:
+            self._function_call(item, at)
+        elif cls is _Message:
+            self._message(item, at, metadata)
+        elif cls in _BOOKKEEPING_CLASSES:
+            self.other += 1
+        elif cls is _CustomToolCall:
             self._custom_tool_call(item, at)
         elif isinstance(item, wire.LocalShellCall):
             self._local_shell_call(item, at)
@@ -1167,10 +1172,10 @@ class _Rollout:
         self._event_of(event, at)
 
     def _event_of(self, event: Any, at: _At) -> None:
-        if isinstance(event, wire.BookkeepingEvent):
-            self.other += 1
-        elif isinstance(event, wire.TokenCount):
+        if type(event) is _TokenCount:
             self._token_count(event, at)
+        elif isinstance(event, wire.BookkeepingEvent):
+            self.other += 1
         elif isinstance(event, wire.TurnAborted):
             self.other += 1
             self._interrupt(event, at)

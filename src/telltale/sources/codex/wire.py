@@ -534,12 +534,16 @@ RecordLine: Any = msgspec.defstruct(
     ],
     gc=False,
 )
-#: Payload classes of the two kinds: items; events, and the item class that also stands for
-#: the ``agent_message`` event (tag-only bookkeeping both ways).
-Item = _Item
-EVENT_PAYLOADS: tuple[type, ...] = (
-    _Event,
-    *(t for t in _ITEM_TYPES if t.__struct_config__.tag == "agent_message"),
+#: The exact classes a one-pass payload can have, by kind (decoded values are never of a
+#: subclass, so a set lookup by type answers ``isinstance`` for them): items; events, and
+#: the item class that also stands for the ``agent_message`` event (tag-only bookkeeping
+#: both ways); and the tag-only bookkeeping classes of both kinds.
+ITEM_CLASSES: frozenset[type] = frozenset(_ITEM_TYPES)
+EVENT_CLASSES: frozenset[type] = frozenset(
+    t for t in _PAYLOAD_TYPES if issubclass(t, _Event) or t.__struct_config__.tag == "agent_message"
+)
+BOOKKEEPING_CLASSES: frozenset[type] = frozenset(
+    t for t in _PAYLOAD_TYPES if issubclass(t, BookkeepingItem | BookkeepingEvent)
 )
 
 record_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(RecordLine)
