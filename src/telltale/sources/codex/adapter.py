@@ -102,6 +102,8 @@ _Message, _FunctionCall, _CustomToolCall = wire.Message, wire.FunctionCall, wire
 _TokenCount = wire.TokenCount
 _TOOL_OUTPUTS = (wire.FunctionCallOutput, wire.CustomToolCallOutput)
 _exit_code_from_text = facets.exit_code_from_text
+_shell_command = facets.shell_command
+_is_string_list = facets.is_string_list
 #: The attributes of every observation that has none: shared, never mutated (as a session's
 #: attributes are shared by its observations), so that no empty dict is kept per observation.
 _NO_ATTRIBUTES: dict[str, str] = {}
@@ -952,55 +954,56 @@ class _Rollout:
             except msgspec.DecodeError:
                 parsed = None
                 attributes["arguments_format"] = "text"
-        found: dict[str, Any] = {}
+        command = file_path = url = None
         encode: Callable[[], str | None]
         if isinstance(parsed, dict):
-            found = self._facets(item.name, parsed, attributes)
+            command, file_path, url = self._facets(item.name, parsed, attributes)
             encode = lambda: _encode_dict(parsed)  # noqa: E731
         elif isinstance(raw, str):
             # Free text, or JSON that is not an object: kept verbatim as authored input.
             encode = lambda: encode_arguments(raw, ["*"])  # noqa: E731
         else:
             encode = lambda: encode_arguments(raw, AUTHORED_KEYS)  # noqa: E731
-        self._requested(at, item.name, item.call_id, item.id, encode, attributes, **found)
+        self._requested(at, item.name, item.call_id, item.id, encode, attributes, command, file_path, url)
 
-    def _facets(self, name: str, args: dict[str, Any], attributes: dict[str, str]) -> dict[str, Any]:
-        found: dict[str, Any] = {}
+    def _facets(
+        self, name: str, args: dict[str, Any], attributes: dict[str, str]
+    ) -> tuple[str | None, str | None, str | None]:
+        """The command line, file path and URL of a function call's decoded arguments."""
+        command = file_path = None
         if name in SHELL_TOOLS:
-            found["command"] = facets.shell_command(args)
-            argv = args.get("command") if facets.is_string_list(args.get("command")) else None
-            if argv and len(argv) == 2 and argv[0] == "apply_patch":
-                self._patch_facets(argv[1], found, attributes)
+            command = _shell_command(args)
+            argv = args.get("command")
+            if _is_string_list(argv) and len(argv) == 2 and argv[0] == "apply_patch":
+                file_path = self._patch_facets(argv[1], attributes)
         elif name == "apply_patch":
             patch = args.get("input", args.get("patch"))
             if isinstance(patch, str):
-                self._patch_facets(patch, found, attributes)
-        path = args.get("path", args.get("file_path"))
-        if "file_path" not in found and isinstance(path, str):
-            found["file_path"] = path
+                file_path = self._patch_facets(patch, attributes)
+        if file_path is None:
+            path = args.get("path", args.get("file_path"))
+            if isinstance(path, str):
+                file_path = path
         url = args.get("url")
-        if isinstance(url, str):
-            found["url"] = url
-        return found
+        return command, file_path, url if isinstance(url, str) else None
 
     @staticmethod
-    def _patch_facets(patch: str, found: dict[str, Any], attributes: dict[str, str]) -> None:
+    def _patch_facets(patch: str, attributes: dict[str, str]) -> str | None:
+        """The first path a patch touches (its file path facet); the count and list go in attributes."""
         paths = facets.patch_paths(patch)
         if not paths:
-            return
-        found["file_path"] = paths[0]
+            return None
         attributes["path_count"] = str(len(paths))
         listed = facets.listed_paths(paths, STRING_BOUND)
         if listed is not None:
             attributes["paths"] = listed
+        return paths[0]
 
     def _custom_tool_call(self, item: wire.CustomToolCall, at: _At) -> None:
         """Freeform tools (apply_patch, code-mode exec): the input is authored text (CODEX-9)."""
-        found: dict[str, Any] = {}
         attributes: dict[str, str] = {"input_format": "freeform"}
         text = item.input
-        if item.name == "apply_patch" and text:
-            self._patch_facets(text, found, attributes)
+        file_path = self._patch_facets(text, attributes) if item.name == "apply_patch" and text else None
         self._requested(
             at,
             item.name,
@@ -1008,7 +1011,7 @@ class _Rollout:
             item.id,
             lambda: encode_arguments(text, ["*"]),
             attributes,
-            **found,
+            file_path=file_path,
         )
 
     def _local_shell_call(self, item: wire.LocalShellCall, at: _At) -> None:
@@ -1309,7 +1312,7 @@ def _item_head(raw: msgspec.Raw) -> str | None:
 def _encode_dict(args: dict[str, Any]) -> str | None:
     """Arguments JSON with authored budgets; an argv ``command`` array counts as authored."""
     command = args.get("command")
-    if facets.is_string_list(command):
+    if _is_string_list(command):
         for part in command:
             check_bound("arguments.command[]", part, AUTHORED_TEXT_BOUND)
         encode_arguments({k: v for k, v in args.items() if k != "command"}, AUTHORED_KEYS)
