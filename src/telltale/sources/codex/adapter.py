@@ -591,8 +591,10 @@ class _Rollout:
                     fast = False
                 if fast:
                     self.records += 1
-                    if rec.ordinal is None and cls in _BOOKKEEPING_CLASSES:
-                        self.other += 1  # all that a bookkeeping payload does
+                    if rec.ordinal is None and (
+                        cls in _BOOKKEEPING_CLASSES or (cls is _TokenCount and self._token_repeat(payload))
+                    ):
+                        self.other += 1  # all that a bookkeeping payload or a repeated total does
                         return
                     at = _At(line.number, line.offset, self.base + line.number - 1)
                     if rec.ordinal is not None:
@@ -1193,6 +1195,16 @@ class _Rollout:
             )
         else:
             self.other += 1
+
+    def _token_repeat(self, event: wire.TokenCount) -> bool:
+        """The cases where ``_token_count`` only counts the record (no total, or the same one)."""
+        info = event.info
+        if info is None:
+            return True
+        total = info.total_token_usage
+        if total is None:
+            return info.last_token_usage is None
+        return self.total is not None and _totals(total) == self.total
 
     def _token_count(self, event: wire.TokenCount, at: _At) -> None:
         """One usage observation per model response; cumulative repeats emit nothing."""
