@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
@@ -180,19 +181,30 @@ _SECONDS = frozenset(f":{s:02d}" for s in range(60))
 _MILLIS = frozenset(f".{ms:03d}Z" for ms in range(1000))
 
 
+#: The last timestamp text and its value: consecutive lines often carry the same time.
+_last_time: str = ""
+_last_value: str | None = None
+
+
 def _occurred_at(raw: object) -> str | None:
-    """``iso_time`` with a fast path for timestamps already in canonical form."""
-    if type(raw) is str and len(raw) == 24:
-        if raw[:16] in _valid_minutes and raw[16:19] in _SECONDS and raw[19:] in _MILLIS:
-            return raw
-        if _CANONICAL_TIME.fullmatch(raw):
-            value = iso_time(raw)
-            if value == raw and raw[16:19] in _SECONDS:
-                if len(_valid_minutes) >= 4096:
-                    _valid_minutes.clear()
-                _valid_minutes[raw[:16]] = None
-            return value
-    return iso_time(raw)
+    """``iso_time`` with fast paths for timestamps already in canonical form."""
+    global _last_time, _last_value
+    if type(raw) is not str:
+        return iso_time(raw)
+    if raw == _last_time:
+        return _last_value
+    if len(raw) == 24 and raw[:16] in _valid_minutes and raw[16:19] in _SECONDS and raw[19:] in _MILLIS:
+        value: str | None = raw
+    elif len(raw) == 24 and _CANONICAL_TIME.fullmatch(raw):
+        value = iso_time(raw)
+        if value == raw and raw[16:19] in _SECONDS:
+            if len(_valid_minutes) >= 4096:
+                _valid_minutes.clear()
+            _valid_minutes[raw[:16]] = None
+    else:
+        value = iso_time(raw)
+    _last_time, _last_value = raw, value
+    return value
 
 
 def _text(value: object) -> str | None:
@@ -294,8 +306,9 @@ class _Rollout:
         self.base = carry.base
         self.last_ordinal = carry.last_ordinal
         self.total = carry.total
-        self.pending: dict[str, str | None] = dict(carry.pending)
-        self.answered: dict[str, None] = dict.fromkeys(carry.answered)
+        # Ordered: the oldest entry goes first when a bound is reached (``popitem(last=False)``).
+        self.pending: OrderedDict[str, str | None] = OrderedDict(carry.pending)
+        self.answered: OrderedDict[str, None] = OrderedDict.fromkeys(carry.answered)
         self.observations: list[Observation] = []
         self.quarantined: list[Quarantine] = []
         self.records = 0
@@ -913,7 +926,7 @@ class _Rollout:
             # The carry stays small: an absurdly long tool name is not remembered.
             self.pending[call_id] = name if name is None or len(name) <= MAX_TRACKED_ID else None
             if len(self.pending) > MAX_PENDING:
-                del self.pending[next(iter(self.pending))]
+                self.pending.popitem(last=False)
 
     def _requested(
         self,
@@ -1100,7 +1113,7 @@ class _Rollout:
         if call_id and len(call_id) <= MAX_TRACKED_ID:
             self.answered[call_id] = None
             if len(self.answered) > MAX_ANSWERED:
-                del self.answered[next(iter(self.answered))]
+                self.answered.popitem(last=False)
         coordinate = f"call:{call_id}:result" if call_id else f"off:{at.offset}:result"
         try:
             text = result() if callable(result) else result

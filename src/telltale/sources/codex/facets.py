@@ -70,8 +70,19 @@ def shell_command(arguments: Mapping[str, Any]) -> str | None:
 def patch_paths(patch: str) -> list[str]:
     """Target paths named by an apply_patch document, in order, without duplicates."""
     seen: dict[str, None] = {}
-    for match in _PATCH_HEADER.finditer(patch):
-        seen.setdefault(match.group(1), None)
+    # Only a line that opens with "*** " can be a header: the pattern is tried at those line
+    # starts alone (a header match ends before a newline, so the lines are independent and
+    # this finds what a scan of every position finds, in the same order).
+    match = _PATCH_HEADER.match
+    starts = [0] if patch.startswith("*** ") else []
+    newline = patch.find("\n*** ")
+    while newline >= 0:
+        starts.append(newline + 1)
+        newline = patch.find("\n*** ", newline + 1)
+    for start in starts:
+        found = match(patch, start)
+        if found is not None:
+            seen.setdefault(found.group(1), None)
     return list(seen)
 
 
