@@ -1,8 +1,9 @@
 """Codex facets: the fast header scan gives what the plain line-by-line scan gives.
 
 ``exit_code_from_text`` searches the lines before ``Output:`` with one multi-line regex
-when that line is among the first eight; ``is_string_list`` checks in C. Both are compared
-with their plain definitions on generated headers (the exit code comes from the header
+when that line is among the first eight; ``patch_paths`` tries its header pattern only at
+lines that open with ``*** ``; ``is_string_list`` checks in C. Each is compared with its
+plain definition on generated headers (the exit code comes from the header
 only, never from the command's own output).
 """
 
@@ -13,9 +14,10 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from telltale.sources.codex.facets import exit_code_from_text, is_string_list
+from telltale.sources.codex.facets import exit_code_from_text, is_string_list, patch_paths
 
 _EXIT_LINE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)\s*$")
+_PATCH_HEADER = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
 
 
 def _oracle_exit_code(text: str) -> int | None:
@@ -89,3 +91,49 @@ def test_exit_code_examples() -> None:
 def test_is_string_list(value: object) -> None:
     expected = isinstance(value, list) and all(isinstance(v, str) for v in value)
     assert is_string_list(value) is expected
+
+
+def _oracle_patch_paths(patch: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for match in _PATCH_HEADER.finditer(patch):
+        seen.setdefault(match.group(1), None)
+    return list(seen)
+
+
+_PATCH_LINES = st.sampled_from(
+    [
+        "*** Begin Patch",
+        "*** Update File: a.py",
+        "*** Add File: b/c.txt  ",
+        "*** Delete File: d",
+        "*** Move to: e",
+        "*** Update File:  f",
+        "*** Update File: ",
+        "***Update File: g",
+        " *** Add File: h",
+        "*** Add File: a.py",
+        "*** Update File: i\r",
+        "*** Add File: k\u2028z",
+        "*** ",
+        "@@",
+        "-old",
+        "+new",
+        "",
+        "  ",
+        "*** End Patch",
+    ]
+)
+
+
+@settings(max_examples=500)
+@given(st.lists(_PATCH_LINES, max_size=12), st.sampled_from(["", "\n"]), st.sampled_from(["", "\n", "\n\n"]))
+def test_patch_paths_match_a_full_scan(lines: list[str], head: str, tail: str) -> None:
+    patch = head + "\n".join(lines) + tail
+    assert patch_paths(patch) == _oracle_patch_paths(patch)
+
+
+def test_patch_paths_examples() -> None:
+    patch = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: b.txt  \n+z\n*** End Patch\n"
+    assert patch_paths(patch) == ["src/a.py", "b.txt"]
+    assert patch_paths("*** Add File: only") == ["only"]
+    assert patch_paths("text *** Add File: not a header") == []
