@@ -55,7 +55,7 @@ class BoundExceeded(ValueError):
         self.size = size
 
 
-class TokenUsage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class TokenUsage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """Token counts of one model response, in OpenTelemetry GenAI meaning.
 
     ``input_tokens`` counts every input token, cached ones included; the cache fields
@@ -83,7 +83,7 @@ class TokenUsage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         )
 
 
-class Provenance(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Provenance(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """Where a fact came from: enough to find the native record again, never its content."""
 
     source_kind: str
