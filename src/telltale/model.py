@@ -361,11 +361,26 @@ class ObservationTemplate:
 
     def observation_id(self, coordinate: str) -> str:
         """``observation_id(adapter, source_identity, coordinate)`` with the prefix hashed once."""
-        if self.prefix is None:
-            return observation_id(self.adapter, self.source_identity, coordinate)
-        digest = self.prefix.copy()
-        digest.update(coordinate.encode("utf-8", "surrogateescape"))
-        return digest.hexdigest()
+        return template_observation_id(self, coordinate)
+
+
+def template_observation_id(template: ObservationTemplate, coordinate: str) -> str:
+    """``template.observation_id(coordinate)`` as a plain function (hot loops skip the method lookup)."""
+    digest = template.prefix
+    if digest is None:
+        return observation_id(template.adapter, template.source_identity, coordinate)
+    digest = digest.copy()
+    digest.update(coordinate.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def field_error(name: str, value: str) -> BoundExceeded | None:
+    """The bound error of one own field of a templated observation, or ``None``."""
+    try:
+        check_field(name, value)
+    except BoundExceeded as exc:
+        return exc
+    return None
 
 
 def check_attributes(attributes: Mapping[str, str]) -> None:

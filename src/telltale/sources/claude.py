@@ -30,9 +30,10 @@ from telltale.model import (
     Stage,
     TokenUsage,
     check_bound,
-    check_field,
     encode_arguments,
+    field_error,
     iso_time,
+    template_observation_id,
     utf8_len,
 )
 from telltale.readers.jsonl import JsonlReader, Line, decode_cursor, encode_cursor
@@ -375,23 +376,8 @@ def _multiedit_arguments(value: Any) -> str | None:
     return _args_encoder.encode(value).decode("utf-8")
 
 
-def _oid(t: ObservationTemplate, coordinate: str) -> str:
-    """``t.observation_id(coordinate)``: the hash state after the template's prefix, copied."""
-    digest = t.prefix
-    if digest is None:
-        return t.observation_id(coordinate)
-    digest = digest.copy()
-    digest.update(coordinate.encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
-
-
-def _over(field: str, value: str) -> BoundExceeded | None:
-    """The bound error of one own field of an observation, if it has one."""
-    try:
-        check_field(field, value)
-    except BoundExceeded as exc:
-        return exc
-    return None
+_oid = template_observation_id
+_over = field_error
 
 
 def _template(

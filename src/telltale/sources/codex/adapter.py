@@ -34,10 +34,11 @@ from telltale.model import (
     TokenUsage,
     check_attributes,
     check_bound,
-    check_field,
     encode_arguments,
+    field_error,
     iso_time,
     make_observation,
+    template_observation_id,
 )
 from telltale.readers.jsonl import MAX_LINE_BYTES, JsonlCursor, JsonlReader, Line, decode_cursor, encode_cursor
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
@@ -119,23 +120,8 @@ _MESSAGE, _TOOL, _USAGE = Family.MESSAGE, Family.TOOL, Family.USAGE
 _REQUESTED, _RESULT = Stage.REQUESTED, Stage.RESULT
 
 
-def _oid(t: ObservationTemplate, coordinate: str) -> str:
-    """``t.observation_id(coordinate)``: the hash state after the template's prefix, copied."""
-    digest = t.prefix
-    if digest is None:
-        return t.observation_id(coordinate)
-    digest = digest.copy()
-    digest.update(coordinate.encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
-
-
-def _over(field: str, value: str) -> BoundExceeded | None:
-    """The bound error of one own field of an observation, if it has one."""
-    try:
-        check_field(field, value)
-    except BoundExceeded as exc:
-        return exc
-    return None
+_oid = template_observation_id
+_over = field_error
 
 
 def _attributes_over(attributes: dict[str, str]) -> BoundExceeded | None:
