@@ -5,6 +5,11 @@ span sources (one fsync and one state commit per window, not per file). A source
 fails drops only its own uncommitted events; a long source is committed in windows as
 its adapter yields resumable batches. Cursors advance only after the window's events
 are durable in the JSONL output (see :mod:`telltale.state`).
+
+A window's write and fsync run on a writer thread while the scan reads and encodes the
+next window (the thread waits on the disk, not the CPU). Windows stay strictly ordered:
+window N's cursors are committed, and window N+1's intent recorded, only after window
+N's write returned; so at most one window is ever pending, as the state protocol needs.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -218,11 +224,18 @@ class Scanner:
             self.state = _read_only_state(options.state_path)
         #: Set when the outbox was full for a window (its events stay in the JSONL log only).
         self.outbox_full = False
+        self._writer: ThreadPoolExecutor | None = None
+        #: The window being written: its write, its intent, and what its commit also does.
+        self._inflight: tuple[Future[int], PendingWindow, Callable[[Any], None]] | None = None
         if self.state is not None and options.remote_sinks and not options.dry_run:
             with self.state.transaction() as conn:
                 outbox.ensure_schema(conn)
 
     def close(self) -> None:
+        self._drain()
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
         if self.state is not None:
             self.state.close()
 
@@ -230,6 +243,14 @@ class Scanner:
     def scan(
         self, sources: Sequence[Source], *, discovery_errors: Sequence[dict[str, str]] = ()
     ) -> ScanResult:
+        try:
+            return self._scan(sources, discovery_errors)
+        finally:
+            # On success everything is settled already; after an error, no write may still
+            # run when the caller moves on (a pending window is finished by ``recover``).
+            self._drain()
+
+    def _scan(self, sources: Sequence[Source], discovery_errors: Sequence[dict[str, str]]) -> ScanResult:
         opts = self.options
         started = time.monotonic()
         scan_id = uuid.uuid4().hex
@@ -354,7 +375,7 @@ class Scanner:
             summary["duration_ns"] = int(duration * 1e9)
             health.append(scan_summary(scan_id=scan_id, summary=_summary_for_event(summary), observed_at=observed))
             window.add([_item(doc) for doc in health])
-            self._flush(window, extra_commit)
+            self._flush(window, extra_commit, wait=True)
         else:
             result.emitted_count = 0
         return result
@@ -443,10 +464,17 @@ class Scanner:
             for k, w in staged_windows.items():
                 window.windows[k] = w.encode()
 
-    def _flush(self, window: _Window, extra_commit: Callable[[Any], None] | None = None) -> int:
-        """Write a window durably and commit its cursors. Returns events written."""
+    def _flush(self, window: _Window, extra_commit: Callable[[Any], None] | None = None, *, wait: bool = False) -> int:
+        """Record a window's intent and start its durable write. Returns events written.
+
+        The previous window is settled first (its write awaited, its cursors committed).
+        With ``wait``, this window is settled too before returning.
+        """
         if self.options.dry_run or self.state is None or self.sink is None or window.empty():
+            if wait:
+                self._settle()
             return 0
+        self._settle()
         payload_size = window.size
         self.sink.rotate_if_needed(payload_size)
         device, inode, size = self.sink.identity()
@@ -460,7 +488,6 @@ class Scanner:
             windows=window.windows,
         )
         self.state.begin_window(pending)
-        self.sink.write(window.lines)
         fingerprints = window.fingerprints
 
         def save_fingerprints(conn: Any) -> None:
@@ -479,8 +506,32 @@ class Scanner:
             if extra_commit is not None:
                 extra_commit(conn)
 
-        self.state.commit_window(pending, in_commit)
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="telltale-writer")
+        self._inflight = (self._writer.submit(self.sink.write, window.lines), pending, in_commit)
+        if wait:
+            self._settle()
         return len(window.lines)
+
+    def _settle(self) -> None:
+        """Wait for the window being written; once it is durable, commit its cursors.
+
+        A failed write raises here (an ``OutputError``) and its cursors stay where they
+        were: the events are read again by the next scan, at least once.
+        """
+        inflight, self._inflight = self._inflight, None
+        if inflight is None:
+            return
+        future, pending, in_commit = inflight
+        future.result()
+        assert self.state is not None
+        self.state.commit_window(pending, in_commit)
+
+    def _drain(self) -> None:
+        """Let a write still running finish, without committing it (error paths)."""
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None:
+            inflight[0].exception()
 
     def _enqueue(self, conn: Any, items: Sequence[Item]) -> None:
         """Queue a window's events for the remote outputs, in the window's own commit."""
@@ -507,7 +558,7 @@ class Scanner:
         """Write extra documents (e.g. delivery alerts) as one window of their own."""
         window = _Window()
         window.add([_item(doc) for doc in docs])
-        return self._flush(window)
+        return self._flush(window, wait=True)
 
     def _alerts(
         self,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from telltale.events.envelope import SCHEMA_VERSION, ContentMode, encode_with_host, host_fields, path_hash
+import msgspec
+
+from telltale.events.envelope import SCHEMA_VERSION, ContentMode, encode_with_host, path_hash
 from telltale.events.redaction import bounded, redact, redact_cached, value_hash
 from telltale.model import Family, Observation, Stage
 
@@ -23,49 +25,118 @@ _ATTRIBUTE_LIMIT = 512
 #: Extra characters redacted past a bound, so a secret crossing the cut is still recognised.
 _MARGIN = 512
 
-_ACTIONS = {
-    (Family.MESSAGE, None): "message",
-    (Family.TOOL, Stage.REQUESTED): "tool_call",
-    (Family.TOOL, Stage.RESULT): "tool_result",
-    (Family.USAGE, None): "usage",
-    (Family.SESSION, None): "session",
-}
-_OPERATIONS = {"message": "chat", "tool_call": "execute_tool", "tool_result": "execute_tool", "usage": "chat"}
+_CHAT = {"name": "chat"}
+_EXECUTE_TOOL = {"name": "execute_tool"}
+_PROCESS = ["process"]
+_SESSION = ["session"]
+_INFO = ["info"]
+
+# Enum members bound once: comparing by identity is cheaper than hashing an Enum.
+_MESSAGE, _TOOL, _USAGE, _SESSION_FAMILY = Family.MESSAGE, Family.TOOL, Family.USAGE, Family.SESSION
+_REQUESTED = Stage.REQUESTED
 
 
 def action_of(obs: Observation) -> str:
-    return _ACTIONS.get((obs.family, obs.stage), "other")
+    family = obs.family
+    if family is _TOOL:
+        return "tool_call" if obs.stage is _REQUESTED else ("tool_result" if obs.stage is Stage.RESULT else "other")
+    if family is _MESSAGE:
+        return "message"
+    if family is _USAGE:
+        return "usage"
+    if family is _SESSION_FAMILY:
+        return "session"
+    return "other"
 
 
 def _size(value: str) -> int:
     return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
 
 
-class _Writer:
-    """Applies the content mode to each outgoing string."""
+def _field(value: str, limit: int, name: str, truncated: list[str]) -> str:
+    """Redact and bound one outgoing string; record ``name`` in ``truncated`` when cut.
 
-    def __init__(self, mode: str) -> None:
-        self.mode = mode
-        self.truncated: list[str] = []
+    Bound before redacting (large arguments would otherwise dominate the scan), with a
+    margin so a secret that straddles the limit is still whole when redacted.
+    """
+    if len(value) <= limit:
+        text = redact(value)
+        if len(text) <= limit:
+            return text
+    window, cut = bounded(value, limit + _MARGIN)
+    text, cut2 = bounded(redact(window), limit)
+    if cut or cut2:
+        truncated.append(name)
+    return text
 
-    def field(self, name: str, value: str, limit: int = FIELD_LIMIT) -> str:
-        # Bound before redacting (large arguments would otherwise dominate the scan), with
-        # a margin so a secret that straddles the limit is still whole when redacted.
-        if len(value) <= limit:
-            text = redact(value)
-            if len(text) <= limit:
-                return text
-        window, cut = bounded(value, limit + _MARGIN)
-        text, cut2 = bounded(redact(window), limit)
-        if cut or cut2:
-            self.truncated.append(name)
-        return text
+
+class _Context:
+    """What many events of one session share, redacted, hashed and bounded once.
+
+    A transcript's events repeat their session, working directory, lineage and
+    attributes; computing those parts once per distinct combination instead of once per
+    event is most of what keeps event building off the scan's critical path.
+    """
+
+    __slots__ = ("gen_ai", "path_hash", "telltale", "truncated")
+
+    def __init__(self, obs: Observation, content: str) -> None:
+        truncated: list[str] = []
+        keep = content != ContentMode.NONE
+        tt: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "client": obs.client, "content_mode": content}
+        if obs.cwd:
+            cwd = obs.cwd
+            tt["cwd_hash"] = path_hash(cwd)
+            if keep:
+                short = len(cwd) <= FIELD_LIMIT
+                tt["cwd"] = redact_cached(cwd) if short else _field(cwd, FIELD_LIMIT, "cwd", truncated)
+        if obs.parent_session_id:
+            tt["parent_session_id"] = obs.parent_session_id
+        if obs.parent_call_id:
+            tt["parent_call_id"] = obs.parent_call_id
+        if obs.attributes:
+            if keep:
+                tt["attributes"] = {
+                    k: redact_cached(v)
+                    if len(v) <= _ATTRIBUTE_LIMIT
+                    else _field(v, _ATTRIBUTE_LIMIT, f"attributes.{k}", truncated)
+                    for k, v in obs.attributes.items()
+                }
+            else:
+                tt["attributes"] = {k: value_hash(v) for k, v in obs.attributes.items()}
+        gen_ai: dict[str, Any] = {}
+        if obs.session_id:
+            gen_ai["conversation"] = {"id": obs.session_id}
+        if obs.agent:
+            gen_ai["agent"] = {"name": obs.agent}
+        self.telltale = tt
+        self.gen_ai = gen_ai
+        self.truncated = truncated
+        self.path_hash = path_hash(obs.provenance.path)
+
+
+_CONTEXTS: dict[tuple[Any, ...], _Context] = {}
+_CONTEXTS_MAX = 4_096
+
+
+def _context(obs: Observation, content: str) -> _Context:
+    attributes = obs.attributes
+    key = (
+        obs.provenance.path, obs.session_id, obs.cwd, obs.agent, obs.parent_session_id, obs.parent_call_id,
+        obs.client, content, tuple(attributes.items()) if attributes else None,
+    )
+    ctx = _CONTEXTS.get(key)
+    if ctx is None:
+        if len(_CONTEXTS) >= _CONTEXTS_MAX:
+            _CONTEXTS.clear()
+        ctx = _CONTEXTS[key] = _Context(obs, content)
+    return ctx
 
 
 def activity_event(obs: Observation, *, content: str, observed_at: str) -> dict[str, Any]:
-    """Build the ECS/GenAI document of one observation."""
-    doc = _activity(obs, content, observed_at)
-    doc.update(host_fields())
+    """Build the ECS/GenAI document of one observation (a fresh copy of what is emitted:
+    the hot path shares constant parts between documents)."""
+    doc: dict[str, Any] = msgspec.json.decode(activity_line(obs, content=content, observed_at=observed_at))
     return doc
 
 
@@ -75,8 +146,10 @@ def activity_line(obs: Observation, *, content: str, observed_at: str) -> bytes:
 
 
 def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any]:
+    ctx = _context(obs, content)
     action = action_of(obs)
     timestamp = obs.occurred_at
+    family = obs.family
     # The envelope of base_event(with_host=False), written out: this runs once per event.
     event: dict[str, Any] = {
         "id": obs.observation_id,
@@ -85,107 +158,73 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
         "module": "telltale",
         "action": action,
         "created": observed_at,
-        "category": ["process"] if action == "tool_call" and obs.command else ["session"],
-        "type": ["info"],
+        "category": _PROCESS if action == "tool_call" and obs.command else _SESSION,
+        "type": _INFO,
     }
-    doc: dict[str, Any] = {
-        "@timestamp": timestamp or observed_at,
-        "event": event,
-        "telltale": {"schema_version": SCHEMA_VERSION, "time_source": "source" if timestamp else "observed"},
-    }
-    w = _Writer(content)
+    tt = ctx.telltale.copy()
+    tt["time_source"] = "source" if timestamp else "observed"
+    tt["observation_id"] = obs.observation_id
+    tt["sequence"] = obs.sequence
+    doc: dict[str, Any] = {"@timestamp": timestamp or observed_at, "event": event, "telltale": tt}
+    truncated: list[str] = []
     keep = content != ContentMode.NONE
 
-    gen_ai: dict[str, Any] = {}
-    if obs.session_id:
-        gen_ai["conversation"] = {"id": obs.session_id}
+    prov = obs.provenance
+    source: dict[str, Any] = {"kind": obs.source_kind, "path_hash": ctx.path_hash}
+    if prov.line is not None:
+        source["line"] = prov.line
+    if prov.row is not None:
+        source["row"] = _field(prov.row, 256, "source.row", truncated)
+    tt["source"] = source
+    if ctx.truncated:
+        truncated.extend(ctx.truncated)
+    gen_ai = ctx.gen_ai.copy()
     if obs.provider:
         gen_ai["provider"] = {"name": obs.provider}
     if obs.model:
         gen_ai["request"] = {"model": obs.model}
-    if obs.agent:
-        gen_ai["agent"] = {"name": obs.agent}
-    if action in _OPERATIONS:
-        gen_ai["operation"] = {"name": _OPERATIONS[action]}
-
-    tt: dict[str, Any] = doc["telltale"]
-    tt.update(
-        {
-            "client": obs.client,
-            "source": {"kind": obs.source_kind, "path_hash": path_hash(obs.provenance.path)},
-            "observation_id": obs.observation_id,
-            "sequence": obs.sequence,
-            "content_mode": content,
-        }
-    )
-    prov = obs.provenance
-    if prov.line is not None:
-        tt["source"]["line"] = prov.line
-    if prov.row is not None:
-        tt["source"]["row"] = w.field("source.row", prov.row, 256)
-    if obs.cwd:
-        tt["cwd_hash"] = path_hash(obs.cwd)
-        if keep:
-            cwd = obs.cwd
-            tt["cwd"] = redact_cached(cwd) if len(cwd) <= FIELD_LIMIT else w.field("cwd", cwd)
-    if obs.parent_session_id:
-        tt["parent_session_id"] = obs.parent_session_id
-    if obs.parent_call_id:
-        tt["parent_call_id"] = obs.parent_call_id
     if obs.ambiguous:
         tt["ambiguous"] = list(obs.ambiguous)
-    if obs.attributes:
-        if keep:
-            tt["attributes"] = {
-                k: redact_cached(v) if len(v) <= _ATTRIBUTE_LIMIT else w.field(f"attributes.{k}", v, _ATTRIBUTE_LIMIT)
-                for k, v in obs.attributes.items()
-            }
-        else:
-            tt["attributes"] = {k: value_hash(v) for k, v in obs.attributes.items()}
 
-    summary = action
-    if obs.family is Family.MESSAGE:
-        role = obs.role or "unknown"
-        text = obs.text or ""
-        msg: dict[str, Any] = {"role": role, "injected": obs.injected, "length": _size(text)}
-        if text:
-            msg["hash"] = value_hash(text)
-        if content == ContentMode.FULL and text:
-            msg["text"] = w.field("message.text", text, TEXT_LIMIT)
-        tt["message"] = msg
-        summary = f"{role} message ({msg['length']} bytes)"
-    elif obs.family is Family.TOOL:
+    if family is _TOOL:
+        gen_ai["operation"] = _EXECUTE_TOOL
         tool: dict[str, Any] = {}
         if obs.tool_name:
-            gen_ai.setdefault("tool", {})["name"] = obs.tool_name
-        if obs.call_id:
-            gen_ai.setdefault("tool", {})["call"] = {"id": obs.call_id}
-        if obs.stage is Stage.REQUESTED:
+            gen_ai["tool"] = {"name": obs.tool_name, "call": {"id": obs.call_id}} if obs.call_id else {
+                "name": obs.tool_name
+            }
+        elif obs.call_id:
+            gen_ai["tool"] = {"call": {"id": obs.call_id}}
+        if action == "tool_call":
             if obs.arguments is not None:
-                tool["arguments_length"] = _size(obs.arguments)
-                tool["arguments_hash"] = value_hash(obs.arguments)
+                arguments = obs.arguments
+                tool["arguments_length"] = _size(arguments)
+                tool["arguments_hash"] = value_hash(arguments)
                 if keep:
-                    tool["arguments"] = w.field("tool.arguments", obs.arguments)
+                    tool["arguments"] = _field(arguments, FIELD_LIMIT, "tool.arguments", truncated)
             if obs.command:
                 if keep:
-                    doc["process"] = {"command_line": w.field("process.command_line", obs.command)}
+                    command = _field(obs.command, FIELD_LIMIT, "process.command_line", truncated)
+                    doc["process"] = {"command_line": command}
                 tool["command_hash"] = value_hash(obs.command)
             if obs.file_path:
                 if keep:
-                    doc["file"] = {"path": w.field("file.path", obs.file_path)}
+                    doc["file"] = {"path": _field(obs.file_path, FIELD_LIMIT, "file.path", truncated)}
                 tool["file_path_hash"] = path_hash(obs.file_path)
             if obs.url:
                 if keep:
-                    doc["url"] = {"full": w.field("url.full", obs.url)}
+                    doc["url"] = {"full": _field(obs.url, FIELD_LIMIT, "url.full", truncated)}
                 tool["url_hash"] = value_hash(obs.url)
             summary = f"tool_call {obs.tool_name or 'unknown'}"
         else:
+            if action == "other":
+                del gen_ai["operation"]
             result = obs.result or ""
             tool["result_length"] = _size(result)
             if result:
                 tool["result_hash"] = value_hash(result)
-            if content == ContentMode.FULL and result:
-                tool["result"] = w.field("tool.result", result, TEXT_LIMIT)
+                if content == ContentMode.FULL:
+                    tool["result"] = _field(result, TEXT_LIMIT, "tool.result", truncated)
             if obs.exit_code is not None:
                 doc["process"] = {"exit_code": obs.exit_code}
             if obs.is_error is not None:
@@ -196,26 +235,44 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
             summary = f"tool_result {obs.tool_name or 'unknown'}"
         if tool:
             tt["tool"] = tool
-    elif obs.family is Family.USAGE and obs.usage is not None:
-        u = obs.usage
-        usage: dict[str, Any] = {}
-        if u.input_tokens is not None:
-            usage["input_tokens"] = u.input_tokens
-        if u.output_tokens is not None:
-            usage["output_tokens"] = u.output_tokens
-        if u.cache_read_input_tokens is not None:
-            usage["cache_read"] = {"input_tokens": u.cache_read_input_tokens}
-        if u.cache_creation_input_tokens is not None:
-            usage["cache_creation"] = {"input_tokens": u.cache_creation_input_tokens}
-        if u.reasoning_output_tokens is not None:
-            usage["reasoning"] = {"output_tokens": u.reasoning_output_tokens}
-        if u.total_tokens is not None:
-            tt["usage_total_tokens"] = u.total_tokens
-        gen_ai["usage"] = usage
+    elif family is _MESSAGE:
+        gen_ai["operation"] = _CHAT
+        role = obs.role or "unknown"
+        text = obs.text or ""
+        length = _size(text)
+        msg: dict[str, Any] = {"role": role, "injected": obs.injected, "length": length}
+        if text:
+            msg["hash"] = value_hash(text)
+            if content == ContentMode.FULL:
+                msg["text"] = _field(text, TEXT_LIMIT, "message.text", truncated)
+        tt["message"] = msg
+        summary = f"{role} message ({length} bytes)"
+    elif family is _USAGE:
+        gen_ai["operation"] = _CHAT
         summary = f"usage {obs.model or ''}".strip()
+        u = obs.usage
+        if u is not None:
+            usage: dict[str, Any] = {}
+            if u.input_tokens is not None:
+                usage["input_tokens"] = u.input_tokens
+            if u.output_tokens is not None:
+                usage["output_tokens"] = u.output_tokens
+            if u.cache_read_input_tokens is not None:
+                usage["cache_read"] = {"input_tokens": u.cache_read_input_tokens}
+            if u.cache_creation_input_tokens is not None:
+                usage["cache_creation"] = {"input_tokens": u.cache_creation_input_tokens}
+            if u.reasoning_output_tokens is not None:
+                usage["reasoning"] = {"output_tokens": u.reasoning_output_tokens}
+            if u.total_tokens is not None:
+                tt["usage_total_tokens"] = u.total_tokens
+            gen_ai["usage"] = usage
+        else:
+            summary = "usage"
+    else:
+        summary = action
     if gen_ai:
         doc["gen_ai"] = gen_ai
-    if w.truncated:
-        tt["truncated"] = w.truncated
+    if truncated:
+        tt["truncated"] = truncated
     doc["message"] = summary
     return doc
