@@ -20,12 +20,13 @@ import datetime as _dt
 import hashlib
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import re2
 
 from telltale.detect.allowlist import Allowlist, load_allowlists
-from telltale.detect.fields import FIELD_INDEX, FIELD_NAMES, field_values
+from telltale.detect.fields import FIELD_ATTRS, FIELD_INDEX, FIELD_NAMES, KIND_FIELDS, field_kind
 from telltale.detect.literals import required_literals
 from telltale.detect.loader import (
     DEFAULT_WITHIN_STEPS,
@@ -64,6 +65,12 @@ _NO_HITS: frozenset[int] = frozenset()
 
 Span = tuple[int, int]
 Searcher = Callable[[bytes], "Span | None"]
+SetMatch = Callable[[bytes], "list[int] | None"]
+#: One eager field of an observation kind: value getter, field id, Set match (``None``:
+#: no atoms) and the atoms that make a rule a candidate (``None``: every value does).
+_Probe = tuple[Callable[[Observation], "str | None"], int, "SetMatch | None", "frozenset[int] | None"]
+#: A field already cut, encoded and scanned: field id, bytes, Set result.
+_Known = tuple[int, bytes, "list[int] | None"]
 
 
 def _public_searcher(rx: Any) -> Searcher:
@@ -209,6 +216,9 @@ class _FieldIndex:
         return index
 
     def compile(self) -> None:
+        # A field whose only selections are residual has no atoms but must still be
+        # looked at: eagerness does not depend on having a Set.
+        self.eager = bool(self.triggers or self.residual)
         if not self.patterns:
             return
         rset = re2.Set.SearchSet()
@@ -217,7 +227,6 @@ class _FieldIndex:
         rset.Compile()
         self.set = rset
         self.match = _set_matcher(rset)
-        self.eager = bool(self.triggers or self.residual)
 
     def single(self, atom: int) -> Searcher:
         """The atom alone, compiled (only for evidence spans, after a match)."""
@@ -370,6 +379,8 @@ class DetectionEngine:
                if m.scope == "session" for rid in m.with_}
         )
         self.rule_count = len(self._rules) + len(self._sequences)
+        #: Per observation kind (fields.KIND_FIELDS): the eager fields evaluate checks.
+        self._probes = tuple(self._kind_probes(fids) for fids in KIND_FIELDS)
 
     # ------------------------------------------------------------------ construction
 
@@ -447,22 +458,47 @@ class DetectionEngine:
 
     # ------------------------------------------------------------------ matching
 
-    def _match(self, obs: Observation) -> tuple[list[_Hit], dict[int, bytes]] | None:
+    def _kind_probes(self, fids: tuple[int, ...]) -> tuple[_Probe, ...]:
+        """The eager fields of one observation kind, in order, as :data:`_Probe` tuples."""
+        out: list[_Probe] = []
+        for fid in fids:
+            fx = self._fields[fid]
+            if fx is None or not fx.eager:
+                continue
+            trigger = None if fx.residual else frozenset(fx.triggers)
+            out.append((attrgetter(FIELD_ATTRS[fid]), fid, fx.match, trigger))
+        return tuple(out)
+
+    def _match(
+        self, obs: Observation, kind: int | None = None, known: _Known | None = None
+    ) -> tuple[list[_Hit], dict[int, bytes]] | None:
+        """Candidates, then rules, for one observation.
+
+        ``known`` is a field the caller already cut, encoded and scanned (``evaluate``'s
+        quiet check stops at the first field that makes a candidate); it is reused, not
+        scanned again.
+        """
         candidates: set[int] | None = None
         datas: dict[int, bytes] = {}
         hits: dict[int, frozenset[int]] = {}
         fields = self._fields
-        for fid, value in field_values(obs):
-            if not value:
-                continue
+        for fid in KIND_FIELDS[field_kind(obs) if kind is None else kind]:
             fx = fields[fid]
             if fx is None:
                 continue
-            if len(value) > FIELD_LIMIT:
-                value = value[:FIELD_LIMIT]
-            data = value.encode("utf-8", "surrogatepass")
-            if len(data) > FIELD_LIMIT:
-                data = data[:FIELD_LIMIT]  # a cut UTF-8 sequence at the end is harmless to RE2
+            found: list[int] | None
+            if known is not None and known[0] == fid:
+                _, data, found = known
+            else:
+                value: str | None = getattr(obs, FIELD_ATTRS[fid])
+                if not value:
+                    continue
+                if len(value) > FIELD_LIMIT:
+                    value = value[:FIELD_LIMIT]
+                data = value.encode("utf-8", "surrogatepass")
+                if len(data) > FIELD_LIMIT:
+                    data = data[:FIELD_LIMIT]  # a cut UTF-8 sequence at the end is harmless to RE2
+                found = None if fx.match is None or not fx.eager else fx.match(data)
             datas[fid] = data
             if not fx.eager:
                 continue
@@ -470,9 +506,6 @@ class DetectionEngine:
                 if candidates is None:
                     candidates = set()
                 candidates.update(fx.residual)
-            if fx.match is None:
-                continue
-            found = fx.match(data)
             if not found:
                 continue
             hits[fid] = frozenset(found)
@@ -489,9 +522,9 @@ class DetectionEngine:
         for fid, data in datas.items():
             fx = fields[fid]
             if fx is not None and not fx.eager and fx.match is not None:
-                found = fx.match(data)
-                if found:
-                    hits[fid] = frozenset(found)
+                lazy = fx.match(data)
+                if lazy:
+                    hits[fid] = frozenset(lazy)
         out: list[_Hit] = []
         for index in sorted(candidates):
             rule = self._rules[index]
@@ -576,24 +609,49 @@ class DetectionEngine:
         """
         out: list[Detection] = []
         cache: dict[tuple[str, str], list[Evidence]] = {}
-        last_key: tuple[str, str | None] | None = None
+        last_sid: str | None = None
+        last_client = ""
         window: SessionWindow | None = None
+        probes = self._probes
+        kind_of = field_kind
+        limit = FIELD_LIMIT
         for obs in observations:
             sid = obs.session_id
             if sid is None:
                 window = None
-                last_key = None
-            elif last_key is None or last_key[1] != sid or last_key[0] != obs.client:
-                last_key = (obs.client, sid)
-                window = windows.get(f"{obs.client}:{sid}")
+                last_sid = None
+            elif sid != last_sid or obs.client != last_client:
+                last_sid = sid
+                last_client = obs.client
+                window = windows.get(f"{last_client}:{sid}")
             if window is not None:
                 window.position += 1
-            found = self._match(obs)
-            if found is None:
+            kind = kind_of(obs)
+            # Quiet check: nearly every observation makes no rule a candidate. Each eager
+            # field is cut, encoded and scanned once; the first one that triggers a rule
+            # hands its result to the full match, which does the rest.
+            known: _Known | None = None
+            for get, fid, match, trigger in probes[kind]:
+                value = get(obs)
+                if not value:
+                    continue
+                if len(value) > limit:
+                    value = value[:limit]
+                data = value.encode("utf-8", "surrogatepass")
+                if len(data) > limit:
+                    data = data[:limit]
+                found = None if match is None else match(data)
+                if trigger is None or (found and not trigger.isdisjoint(found)):
+                    known = (fid, data, found)
+                    break
+            if known is None:
+                continue
+            matched = self._match(obs, kind, known)
+            if matched is None:
                 continue
             if window is None and sid is not None:
                 window = windows[f"{obs.client}:{sid}"] = SessionWindow(position=1)
-            self._detect(obs, found[0], found[1], window, out, cache)
+            self._detect(obs, matched[0], matched[1], window, out, cache)
         return out
 
     def _detect(

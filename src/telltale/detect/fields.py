@@ -47,35 +47,69 @@ FIELD_INDEX: dict[str, int] = {name: i for i, name in enumerate(FIELD_NAMES)}
 #: Fields that describe what a tool was asked to do (one tool-request observation).
 REQUEST_FIELDS = frozenset({"command", "arguments", "file_path", "url", "tool_name"})
 
+#: The Observation attribute that holds each field's value (index: field id).
+FIELD_ATTRS: tuple[str, ...] = (
+    "command",
+    "arguments",
+    "file_path",
+    "url",
+    "tool_name",
+    "result",
+    "text",
+    "text",
+    "text",
+)
+
+#: Observation kinds, by the rule fields they carry (see :func:`field_kind`).
+KIND_NONE = 0
+KIND_TOOL_REQUEST = 1
+KIND_TOOL_RESULT = 2
+KIND_ASSISTANT = 3
+KIND_INJECTED = 4
+KIND_USER = 5
+#: The field ids each kind carries, in evaluation order (index: kind).
+KIND_FIELDS: tuple[tuple[int, ...], ...] = (
+    (),
+    (COMMAND, ARGUMENTS, FILE_PATH, URL, TOOL_NAME),
+    (TOOL_RESULT, TOOL_NAME),
+    (ASSISTANT_CONTEXT,),
+    (INJECTED_CONTEXT,),
+    (USER_CONTEXT,),
+)
+
 _INJECTED_ROLES = frozenset({"system", "developer"})
+# Module constants: an enum member lookup per observation is measurable on the hot path.
+_TOOL = Family.TOOL
+_MESSAGE = Family.MESSAGE
+_RESULT = Stage.RESULT
+
+
+def field_kind(obs: Observation) -> int:
+    """Which rule fields ``obs`` carries, as an index into :data:`KIND_FIELDS`.
+
+    A tool observation without a stage counts as a request. Usage, session and other
+    families carry no matchable text.
+    """
+    family = obs.family
+    if family is _TOOL:
+        return KIND_TOOL_RESULT if obs.stage is _RESULT else KIND_TOOL_REQUEST
+    if family is _MESSAGE:
+        role = obs.role
+        if role == "assistant":
+            return KIND_ASSISTANT
+        if obs.injected or role in _INJECTED_ROLES:
+            return KIND_INJECTED
+        if role == "user":
+            return KIND_USER
+    return KIND_NONE
 
 
 def field_values(obs: Observation) -> tuple[tuple[int, str | None], ...]:
     """The rule fields an observation carries, as ``(field index, value)`` pairs.
 
-    Values may be ``None``; callers skip those. Usage, session and other families carry
-    no matchable text.
+    Values may be ``None``; callers skip those.
     """
-    family = obs.family
-    if family is Family.TOOL:
-        if obs.stage is Stage.RESULT:
-            return ((TOOL_RESULT, obs.result), (TOOL_NAME, obs.tool_name))
-        return (
-            (COMMAND, obs.command),
-            (ARGUMENTS, obs.arguments),
-            (FILE_PATH, obs.file_path),
-            (URL, obs.url),
-            (TOOL_NAME, obs.tool_name),
-        )
-    if family is Family.MESSAGE:
-        role = obs.role
-        if role == "assistant":
-            return ((ASSISTANT_CONTEXT, obs.text),)
-        if obs.injected or role in _INJECTED_ROLES:
-            return ((INJECTED_CONTEXT, obs.text),)
-        if role == "user":
-            return ((USER_CONTEXT, obs.text),)
-    return ()
+    return tuple((fid, getattr(obs, FIELD_ATTRS[fid])) for fid in KIND_FIELDS[field_kind(obs)])
 
 
 def case_observation(

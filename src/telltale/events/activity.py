@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from telltale.events.envelope import SCHEMA_VERSION, ContentMode, encode_with_host, path_hash
-from telltale.events.redaction import bounded, redact, redact_cached, value_hash
+from telltale.events.redaction import bounded, redact, redact_cached, size_and_hash, value_hash
 from telltale.model import Family, Observation, Stage
 
 #: Bound (characters) on commands, paths, URLs and argument text in redacted/full mode.
@@ -33,13 +33,13 @@ _INFO = ["info"]
 
 # Enum members bound once: comparing by identity is cheaper than hashing an Enum.
 _MESSAGE, _TOOL, _USAGE, _SESSION_FAMILY = Family.MESSAGE, Family.TOOL, Family.USAGE, Family.SESSION
-_REQUESTED = Stage.REQUESTED
+_REQUESTED, _RESULT = Stage.REQUESTED, Stage.RESULT
 
 
 def action_of(obs: Observation) -> str:
     family = obs.family
     if family is _TOOL:
-        return "tool_call" if obs.stage is _REQUESTED else ("tool_result" if obs.stage is Stage.RESULT else "other")
+        return "tool_call" if obs.stage is _REQUESTED else ("tool_result" if obs.stage is _RESULT else "other")
     if family is _MESSAGE:
         return "message"
     if family is _USAGE:
@@ -47,10 +47,6 @@ def action_of(obs: Observation) -> str:
     if family is _SESSION_FAMILY:
         return "session"
     return "other"
-
-
-def _size(value: str) -> int:
-    return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
 
 
 def _field(value: str, limit: int, name: str, truncated: list[str]) -> str:
@@ -78,7 +74,7 @@ class _Context:
     event is most of what keeps event building off the scan's critical path.
     """
 
-    __slots__ = ("gen_ai", "path_hash", "telltale", "truncated")
+    __slots__ = ("content", "gen_ai", "path_hash", "telltale", "truncated")
 
     def __init__(self, obs: Observation, content: str) -> None:
         truncated: list[str] = []
@@ -109,27 +105,59 @@ class _Context:
             gen_ai["conversation"] = {"id": obs.session_id}
         if obs.agent:
             gen_ai["agent"] = {"name": obs.agent}
+        self.content = content
         self.telltale = tt
         self.gen_ai = gen_ai
         self.truncated = truncated
         self.path_hash = path_hash(obs.provenance.path)
 
 
-_CONTEXTS: dict[tuple[Any, ...], _Context] = {}
+_ContextKey = tuple[str, str | None, str | None, str | None, str | None, str | None, str, str]
+#: Contexts by their string fields; each entry lists (attributes, context) pairs, since a
+#: dict cannot be part of a key and most entries hold one.
+_CONTEXTS: dict[_ContextKey, list[tuple[dict[str, str], _Context]]] = {}
 _CONTEXTS_MAX = 4_096
+#: The context of the previous event, checked first: consecutive events mostly share it.
+_last: tuple[Observation, _Context] | None = None
 
 
 def _context(obs: Observation, content: str) -> _Context:
-    attributes = obs.attributes
+    global _last
+    last = _last
+    if last is not None:
+        prev = last[0]
+        # Adapters derive a session's observations from one template: the fields are the
+        # very same objects, so identity settles most lookups.
+        if (
+            prev.provenance.path is obs.provenance.path
+            and prev.session_id is obs.session_id
+            and prev.attributes is obs.attributes
+            and prev.cwd is obs.cwd
+            and prev.agent is obs.agent
+            and prev.parent_session_id is obs.parent_session_id
+            and prev.parent_call_id is obs.parent_call_id
+            and prev.client is obs.client
+            and last[1].content == content
+        ):
+            _last = (obs, last[1])
+            return last[1]
     key = (
         obs.provenance.path, obs.session_id, obs.cwd, obs.agent, obs.parent_session_id, obs.parent_call_id,
-        obs.client, content, tuple(attributes.items()) if attributes else None,
+        obs.client, content,
     )
-    ctx = _CONTEXTS.get(key)
-    if ctx is None:
+    attributes = obs.attributes
+    entries = _CONTEXTS.get(key)
+    if entries is None:
         if len(_CONTEXTS) >= _CONTEXTS_MAX:
             _CONTEXTS.clear()
-        ctx = _CONTEXTS[key] = _Context(obs, content)
+        entries = _CONTEXTS[key] = []
+    ctx = next((c for known, c in entries if known is attributes or known == attributes), None)
+    if ctx is None:
+        if len(entries) >= 64:
+            entries.clear()
+        ctx = _Context(obs, content)
+        entries.append((attributes, ctx))
+    _last = (obs, ctx)
     return ctx
 
 
@@ -147,9 +175,20 @@ def activity_line(obs: Observation, *, content: str, observed_at: str) -> bytes:
 
 def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any]:
     ctx = _context(obs, content)
-    action = action_of(obs)
-    timestamp = obs.occurred_at
     family = obs.family
+    # action_of, inlined (once per event).
+    if family is _TOOL:
+        stage = obs.stage
+        action = "tool_call" if stage is _REQUESTED else ("tool_result" if stage is _RESULT else "other")
+    elif family is _MESSAGE:
+        action = "message"
+    elif family is _USAGE:
+        action = "usage"
+    elif family is _SESSION_FAMILY:
+        action = "session"
+    else:
+        action = "other"
+    timestamp = obs.occurred_at
     # The envelope of base_event(with_host=False), written out: this runs once per event.
     event: dict[str, Any] = {
         "id": obs.observation_id,
@@ -198,8 +237,7 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
         if action == "tool_call":
             if obs.arguments is not None:
                 arguments = obs.arguments
-                tool["arguments_length"] = _size(arguments)
-                tool["arguments_hash"] = value_hash(arguments)
+                tool["arguments_length"], tool["arguments_hash"] = size_and_hash(arguments)
                 if keep:
                     tool["arguments"] = _field(arguments, FIELD_LIMIT, "tool.arguments", truncated)
             if obs.command:
@@ -219,12 +257,13 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
         else:
             if action == "other":
                 del gen_ai["operation"]
-            result = obs.result or ""
-            tool["result_length"] = _size(result)
+            result = obs.result
             if result:
-                tool["result_hash"] = value_hash(result)
+                tool["result_length"], tool["result_hash"] = size_and_hash(result)
                 if content == ContentMode.FULL:
                     tool["result"] = _field(result, TEXT_LIMIT, "tool.result", truncated)
+            else:
+                tool["result_length"] = 0
             if obs.exit_code is not None:
                 doc["process"] = {"exit_code": obs.exit_code}
             if obs.is_error is not None:
@@ -238,13 +277,14 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
     elif family is _MESSAGE:
         gen_ai["operation"] = _CHAT
         role = obs.role or "unknown"
-        text = obs.text or ""
-        length = _size(text)
-        msg: dict[str, Any] = {"role": role, "injected": obs.injected, "length": length}
+        text = obs.text
+        msg: dict[str, Any] = {"role": role, "injected": obs.injected}
+        length = 0
         if text:
-            msg["hash"] = value_hash(text)
+            length, msg["hash"] = size_and_hash(text)
             if content == ContentMode.FULL:
                 msg["text"] = _field(text, TEXT_LIMIT, "message.text", truncated)
+        msg["length"] = length
         tt["message"] = msg
         summary = f"{role} message ({length} bytes)"
     elif family is _USAGE:

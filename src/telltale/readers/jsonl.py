@@ -239,20 +239,15 @@ class JsonlReader:
                 skipping_from, skipped_len = -1, 0
                 chunk = chunk[nl + 1 :]
             buf = pending + chunk if pending else chunk
-            start = 0
-            while True:
-                nl = buf.find(b"\n", start)
-                if nl < 0:
-                    break
+            # One C-level split per chunk; the last piece is the incomplete line, if any.
+            parts = buf.split(b"\n")
+            pending = parts.pop()
+            for data in parts:
                 number += 1
-                length = nl - start
-                if length > max_line:
-                    yield Line(number, offset, None, length)
-                else:
-                    yield Line(number, offset, buf[start:nl], length)
+                length = len(data)
+                yield Line(number, offset, data if length <= max_line else None, length)
                 offset += length + 1
-                start = nl + 1
-            pending = buf[start:]
+            del parts
             if len(pending) > max_line:
                 skipping_from, skipped_len, pending = offset, len(pending), b""
         self.partial_tail = bool(pending) or skipping_from >= 0
