@@ -238,9 +238,12 @@ class JsonlReader:
                 offset = skipping_from + skipped_len + 1
                 skipping_from, skipped_len = -1, 0
                 chunk = chunk[nl + 1 :]
-            buf = pending + chunk if pending else chunk
-            # One C-level split per chunk; the last piece is the incomplete line, if any.
-            parts = buf.split(b"\n")
+            # One C-level split per chunk; the last piece is the incomplete line, if any. A
+            # line begun in the previous chunk is joined to its first piece (not the chunk
+            # to the whole pending bytes: that would copy every chunk once more).
+            parts = chunk.split(b"\n")
+            if pending:
+                parts[0] = pending + parts[0]
             pending = parts.pop()
             for data in parts:
                 number += 1
