@@ -202,7 +202,6 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
     }
     tt = ctx.telltale.copy()
     tt["time_source"] = "source" if timestamp else "observed"
-    tt["observation_id"] = obs.observation_id
     tt["sequence"] = obs.sequence
     doc: dict[str, Any] = {"@timestamp": timestamp or observed_at, "event": event, "telltale": tt}
     truncated: list[str] = []

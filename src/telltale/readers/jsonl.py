@@ -238,19 +238,21 @@ class JsonlReader:
                 offset = skipping_from + skipped_len + 1
                 skipping_from, skipped_len = -1, 0
                 chunk = chunk[nl + 1 :]
-            # One C-level split per chunk; the last piece is the incomplete line, if any. A
-            # line begun in the previous chunk is joined to its first piece (not the chunk
-            # to the whole pending bytes: that would copy every chunk once more).
-            parts = chunk.split(b"\n")
-            if pending:
-                parts[0] = pending + parts[0]
-            pending = parts.pop()
-            for data in parts:
+            buf = pending + chunk if pending else chunk
+            start = 0
+            while True:
+                nl = buf.find(b"\n", start)
+                if nl < 0:
+                    break
                 number += 1
-                length = len(data)
-                yield Line(number, offset, data if length <= max_line else None, length)
+                length = nl - start
+                if length > max_line:
+                    yield Line(number, offset, None, length)
+                else:
+                    yield Line(number, offset, buf[start:nl], length)
                 offset += length + 1
-            del parts
+                start = nl + 1
+            pending = buf[start:]
             if len(pending) > max_line:
                 skipping_from, skipped_len, pending = offset, len(pending), b""
         self.partial_tail = bool(pending) or skipping_from >= 0
