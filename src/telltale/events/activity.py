@@ -244,10 +244,15 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
                     command = _field(obs.command, FIELD_LIMIT, "process.command_line", truncated)
                     doc["process"] = {"command_line": command}
                 tool["command_hash"] = value_hash(obs.command)
-            if obs.file_path:
+            file_path = obs.file_path
+            if file_path:
                 if keep:
-                    doc["file"] = {"path": _field(obs.file_path, FIELD_LIMIT, "file.path", truncated)}
-                tool["file_path_hash"] = path_hash(obs.file_path)
+                    # Sessions read and edit the same files again and again: short paths are memoised.
+                    path = redact_cached(file_path) if len(file_path) <= _ATTRIBUTE_LIMIT else None
+                    if path is None or len(path) > FIELD_LIMIT:
+                        path = _field(file_path, FIELD_LIMIT, "file.path", truncated)
+                    doc["file"] = {"path": path}
+                tool["file_path_hash"] = path_hash(file_path)
             if obs.url:
                 if keep:
                     doc["url"] = {"full": _field(obs.url, FIELD_LIMIT, "url.full", truncated)}
