@@ -149,3 +149,40 @@ def test_property_any_append_split_yields_same_lines(records: list[str], cuts: l
             data, cursor, _ = read_all(path, cursor)
             got.extend(data)
     assert got == [r.encode() for r in records]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lengths=st.lists(st.integers(min_value=0, max_value=40), min_size=1, max_size=30),
+    tail=st.integers(min_value=0, max_value=30),
+    chunk=st.integers(min_value=1, max_value=17),
+    max_line=st.integers(min_value=5, max_value=45),
+)
+def test_property_lines_across_read_chunks_match_a_plain_split(
+    lengths: list[int], tail: int, chunk: int, max_line: int
+) -> None:
+    """With tiny read chunks, every line (spanning chunks, oversized or not) keeps its bytes,
+    number and offset, and an unterminated tail is held back: the same as splitting the file."""
+    import tempfile
+
+    import telltale.readers.jsonl as reader_module
+
+    lines = [bytes([97 + i % 26]) * n for i, n in enumerate(lengths)]
+    payload = b"".join(line + b"\n" for line in lines) + b"z" * tail
+    expected = []
+    offset = 0
+    for number, line in enumerate(lines, 1):
+        expected.append((number, offset, line if len(line) <= max_line else None, len(line)))
+        offset += len(line) + 1
+    saved = reader_module.READ_CHUNK
+    reader_module.READ_CHUNK = chunk
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "c.jsonl"
+            path.write_bytes(payload)
+            with JsonlReader(str(path), None, max_line_bytes=max_line) as reader:
+                got = [(x.number, x.offset, x.data, x.length) for x in reader.lines()]
+                assert reader.partial_tail is (tail > 0)
+    finally:
+        reader_module.READ_CHUNK = saved
+    assert got == expected

@@ -212,12 +212,18 @@ class JsonlReader:
 
     # -- reading ---------------------------------------------------------------------
     def lines(self) -> Iterator[Line]:
-        """Yield complete lines from the start offset; stop before a partial last line."""
+        """Yield complete lines from the start offset; stop before a partial last line.
+
+        Lines are sliced out of each chunk as read; only a line that spans chunks is
+        assembled from pieces (joining the pending bytes onto every whole chunk would copy
+        the file a second time).
+        """
         fh = self._fh
         assert fh is not None
         offset = self.start_offset
         number = self.start_line
-        pending = b""
+        pieces: list[bytes] = []  # the start of a line begun in an earlier chunk
+        pending_len = 0
         skipping_from = -1  # offset of an oversized line being skipped
         skipped_len = 0
         read = fh.read
@@ -238,24 +244,41 @@ class JsonlReader:
                 offset = skipping_from + skipped_len + 1
                 skipping_from, skipped_len = -1, 0
                 chunk = chunk[nl + 1 :]
-            buf = pending + chunk if pending else chunk
+            find = chunk.find
             start = 0
-            while True:
-                nl = buf.find(b"\n", start)
+            nl = find(b"\n")
+            if pieces:
                 if nl < 0:
-                    break
+                    pieces.append(chunk)
+                    pending_len += len(chunk)
+                    if pending_len > max_line:
+                        skipping_from, skipped_len, pieces, pending_len = offset, pending_len, [], 0
+                    continue
                 number += 1
-                length = nl - start
+                length = pending_len + nl
                 if length > max_line:
                     yield Line(number, offset, None, length)
                 else:
-                    yield Line(number, offset, buf[start:nl], length)
+                    pieces.append(chunk[:nl])
+                    yield Line(number, offset, b"".join(pieces), length)
+                offset += length + 1
+                pieces, pending_len = [], 0
+                start = nl + 1
+                nl = find(b"\n", start)
+            while nl >= 0:
+                number += 1
+                length = nl - start
+                yield Line(number, offset, chunk[start:nl] if length <= max_line else None, length)
                 offset += length + 1
                 start = nl + 1
-            pending = buf[start:]
-            if len(pending) > max_line:
-                skipping_from, skipped_len, pending = offset, len(pending), b""
-        self.partial_tail = bool(pending) or skipping_from >= 0
+                nl = find(b"\n", start)
+            if start < len(chunk):
+                pending_len = len(chunk) - start
+                if pending_len > max_line:
+                    skipping_from, skipped_len, pending_len = offset, pending_len, 0
+                else:
+                    pieces.append(chunk[start:])
+        self.partial_tail = bool(pieces) or skipping_from >= 0
 
     def cursor(self, end_offset: int, end_line: int, carry: bytes | None = None) -> JsonlCursor:
         """Cursor resuming after byte ``end_offset`` (just past a newline) and line ``end_line``.
