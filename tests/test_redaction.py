@@ -101,3 +101,28 @@ def test_property_byte_level_substitution_matches_the_reference(text: str) -> No
 
     assert r._RAW_COMBINED is not None, "this google-re2 build exposes no raw Match"
     assert r._redact_raw(text) == r._redact_wrapper(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"cmd":"rg -n x src","max_output_tokens":12000,"workdir":"/w"}',  # every Codex shell call
+        "usage: input_tokens=1234 output_tokens: 99 token_count=5",
+        "max_tokens: 4096",
+    ],
+)
+def test_token_counts_are_not_secrets(text: str) -> None:
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("password: 12345678", "12345678"),  # a numeric password is still a password
+        ('token: "12345"', "12345"),  # quoted: a string value, not a count
+        ("token=12345678901234567890", "12345678901234567890"),  # too long for a count
+        ("GH_TOKEN=12ab34cd56", "12ab34cd56"),
+    ],
+)
+def test_numeric_secrets_outside_counts_are_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)

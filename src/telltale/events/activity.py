@@ -69,37 +69,27 @@ def _field(value: str, limit: int, name: str, truncated: list[str]) -> str:
 class _Context:
     """What many events of one session share, redacted, hashed and bounded once.
 
-    A transcript's events repeat their session, working directory, lineage and
-    attributes; computing those parts once per distinct combination instead of once per
-    event is most of what keeps event building off the scan's critical path.
+    A transcript's events repeat their session, working directory and lineage; computing
+    those parts once per distinct combination instead of once per event is most of what
+    keeps event building off the scan's critical path. Attributes are not part of it:
+    some adapters set per-event ones (a patch's paths), see :func:`_attributes`.
     """
 
     __slots__ = ("content", "gen_ai", "path_hash", "telltale", "truncated")
 
     def __init__(self, obs: Observation, content: str) -> None:
         truncated: list[str] = []
-        keep = content != ContentMode.NONE
         tt: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "client": obs.client, "content_mode": content}
         if obs.cwd:
             cwd = obs.cwd
             tt["cwd_hash"] = path_hash(cwd)
-            if keep:
+            if content != ContentMode.NONE:
                 short = len(cwd) <= FIELD_LIMIT
                 tt["cwd"] = redact_cached(cwd) if short else _field(cwd, FIELD_LIMIT, "cwd", truncated)
         if obs.parent_session_id:
             tt["parent_session_id"] = obs.parent_session_id
         if obs.parent_call_id:
             tt["parent_call_id"] = obs.parent_call_id
-        if obs.attributes:
-            if keep:
-                tt["attributes"] = {
-                    k: redact_cached(v)
-                    if len(v) <= _ATTRIBUTE_LIMIT
-                    else _field(v, _ATTRIBUTE_LIMIT, f"attributes.{k}", truncated)
-                    for k, v in obs.attributes.items()
-                }
-            else:
-                tt["attributes"] = {k: value_hash(v) for k, v in obs.attributes.items()}
         gen_ai: dict[str, Any] = {}
         if obs.session_id:
             gen_ai["conversation"] = {"id": obs.session_id}
@@ -113,9 +103,7 @@ class _Context:
 
 
 _ContextKey = tuple[str, str | None, str | None, str | None, str | None, str | None, str, str]
-#: Contexts by their string fields; each entry lists (attributes, context) pairs, since a
-#: dict cannot be part of a key and most entries hold one.
-_CONTEXTS: dict[_ContextKey, list[tuple[dict[str, str], _Context]]] = {}
+_CONTEXTS: dict[_ContextKey, _Context] = {}
 _CONTEXTS_MAX = 4_096
 #: The context of the previous event, checked first: consecutive events mostly share it.
 _last: tuple[Observation, _Context] | None = None
@@ -131,7 +119,6 @@ def _context(obs: Observation, content: str) -> _Context:
         if (
             prev.provenance.path is obs.provenance.path
             and prev.session_id is obs.session_id
-            and prev.attributes is obs.attributes
             and prev.cwd is obs.cwd
             and prev.agent is obs.agent
             and prev.parent_session_id is obs.parent_session_id
@@ -145,20 +132,46 @@ def _context(obs: Observation, content: str) -> _Context:
         obs.provenance.path, obs.session_id, obs.cwd, obs.agent, obs.parent_session_id, obs.parent_call_id,
         obs.client, content,
     )
-    attributes = obs.attributes
-    entries = _CONTEXTS.get(key)
-    if entries is None:
+    ctx = _CONTEXTS.get(key)
+    if ctx is None:
         if len(_CONTEXTS) >= _CONTEXTS_MAX:
             _CONTEXTS.clear()
-        entries = _CONTEXTS[key] = []
-    ctx = next((c for known, c in entries if known is attributes or known == attributes), None)
-    if ctx is None:
-        if len(entries) >= 64:
-            entries.clear()
-        ctx = _Context(obs, content)
-        entries.append((attributes, ctx))
+        ctx = _CONTEXTS[key] = _Context(obs, content)
     _last = (obs, ctx)
     return ctx
+
+
+_Attributes = tuple[dict[str, str], tuple[str, ...]]
+_ATTRIBUTES: dict[tuple[str, tuple[tuple[str, str], ...]], _Attributes] = {}
+#: The attributes of the previous event: (its dict, content mode, output, truncated names).
+_last_attributes: tuple[dict[str, str], str, dict[str, str], tuple[str, ...]] | None = None
+
+
+def _attributes(attributes: dict[str, str], content: str) -> _Attributes:
+    """The outgoing form of an observation's attributes (redacted, or hashed in ``none``
+    mode) and the names of those cut to their bound; memoised, most repeat."""
+    global _last_attributes
+    last = _last_attributes
+    if last is not None and last[0] is attributes and last[1] == content:
+        return last[2], last[3]
+    key = (content, tuple(attributes.items()))
+    hit = _ATTRIBUTES.get(key)
+    if hit is None:
+        truncated: list[str] = []
+        if content != ContentMode.NONE:
+            out = {
+                k: redact_cached(v)
+                if len(v) <= _ATTRIBUTE_LIMIT
+                else _field(v, _ATTRIBUTE_LIMIT, f"attributes.{k}", truncated)
+                for k, v in attributes.items()
+            }
+        else:
+            out = {k: value_hash(v) for k, v in attributes.items()}
+        if len(_ATTRIBUTES) >= _CONTEXTS_MAX:
+            _ATTRIBUTES.clear()
+        hit = _ATTRIBUTES[key] = (out, tuple(truncated))
+    _last_attributes = (attributes, content, hit[0], hit[1])
+    return hit
 
 
 def activity_event(obs: Observation, *, content: str, observed_at: str) -> dict[str, Any]:
@@ -216,6 +229,10 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
     tt["source"] = source
     if ctx.truncated:
         truncated.extend(ctx.truncated)
+    if obs.attributes:
+        tt["attributes"], cut = _attributes(obs.attributes, content)
+        if cut:
+            truncated.extend(cut)
     gen_ai = ctx.gen_ai.copy()
     if obs.provider:
         gen_ai["provider"] = {"name": obs.provider}

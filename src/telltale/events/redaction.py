@@ -59,9 +59,24 @@ def _marker(kind: str, secret: str) -> str:
 # specific token shapes first, generic assignments last. Patterns avoid nested
 # quantifiers; RE2 keeps matching linear on hostile input whatever the pattern.
 _KEYWORDS = (
-    r"pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key"
+    r"pass(?:word|wd|phrase)?|pwd|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?key"
     r"|client[_-]?secret|private[_-]?key|credentials?|session[_-]?key|signing[_-]?key"
-    r"|aws_secret_access_key|aws_session_token"
+    r"|aws_secret_access_key"
+)
+#: ``token`` keys are the exception: ``max_output_tokens``, ``input_tokens`` or
+#: ``token_count`` carry counts (every Codex shell call has ``"max_output_tokens":12000``).
+#: Their unquoted value is a secret unless it is a bare number of up to 15 digits; a marker
+#: there would hide a useful number (and cost a substitution per event). A quoted or
+#: longer number is still redacted, and so is any number assigned to a password-like key.
+_TOKEN_KEYWORD = r"token"
+_ASSIGN = r"[A-Za-z0-9_.-]{0,40}[\"']?\s{0,5}(?::|=|:=|=>)\s{0,5}"
+_QUOTED = r"\"[^\"\n]{3,}\"|'[^'\n]{3,}'"
+_VALUE_CHAR = r"[^\s\"',;}{)(\]\[]"
+_VALUE_NON_DIGIT = r"[^\s\"',;}{)(\]\[0-9]"
+_NOT_A_COUNT = (  # three or more value characters, unless all of them are (up to 15) digits
+    _VALUE_NON_DIGIT + _VALUE_CHAR + "{2,}"
+    + "|[0-9]{1,15}" + _VALUE_NON_DIGIT + _VALUE_CHAR + "*"
+    + "|[0-9]{16,}" + _VALUE_CHAR + "*"
 )
 _PATTERNS: tuple[tuple[str, str, int], ...] = (
     (
@@ -90,8 +105,12 @@ _PATTERNS: tuple[tuple[str, str, int], ...] = (
     ),
     (
         "assignment",
-        r"(?i)(?:\b|_)(?:" + _KEYWORDS + r")[A-Za-z0-9_.-]{0,40}[\"']?\s{0,5}(?::|=|:=|=>)\s{0,5}"
-        r"(?P<{S}>\"[^\"\n]{3,}\"|'[^'\n]{3,}'|[^\s\"',;}{)(\]\[]{3,})",
+        r"(?i)(?:\b|_)(?:" + _KEYWORDS + ")" + _ASSIGN + r"(?P<{S}>" + _QUOTED + r"|" + _VALUE_CHAR + "{3,})",
+        1,
+    ),
+    (
+        "assignment",
+        r"(?i)(?:\b|_)" + _TOKEN_KEYWORD + _ASSIGN + r"(?P<{S}>" + _QUOTED + "|" + _NOT_A_COUNT + ")",
         1,
     ),
 )
