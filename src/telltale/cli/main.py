@@ -7,6 +7,7 @@ A command module exposes ``register(subparsers)``, which adds its parser and set
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 from collections.abc import Sequence
@@ -31,6 +32,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tune_gc() -> None:
+    """Fewer, cheaper cyclic collections for a batch workload.
+
+    A scan allocates a handful of short-lived dicts per event; with the default
+    thresholds the collector runs every ~700 allocations and its full passes walk every
+    module, function and compiled rule loaded at start-up. Those are frozen (never
+    collected, never walked) and young collections run every 10,000 allocations instead:
+    about 1.5% of a scan's instructions (cachegrind), with memory still bounded.
+    """
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 20)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -38,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return 2
+    _tune_gc()
     try:
         code: int = handler(args)
         return code
