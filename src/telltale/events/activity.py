@@ -31,6 +31,79 @@ _PROCESS = ["process"]
 _SESSION = ["session"]
 _INFO = ["info"]
 
+
+
+# -- the document, as typed structs: built and encoded faster than nested dicts ------
+# (``omit_defaults``: an optional field left at ``None`` is not written at all.)
+
+
+class _Event(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    id: str
+    kind: str
+    dataset: str
+    module: str
+    action: str
+    created: str
+    category: list[str]
+    type: list[str]
+    outcome: str | None = None
+
+
+class _Source(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    kind: str
+    path_hash: str
+    line: int | None = None
+    row: str | None = None
+
+
+class _Message(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    role: str
+    injected: bool
+    length: int
+    hash: str | None = None
+    text: str | None = None
+
+
+class _Telltale(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    schema_version: str
+    client: str
+    content_mode: str
+    time_source: str
+    sequence: int
+    source: _Source
+    cwd_hash: str | None = None
+    cwd: str | None = None
+    parent_session_id: str | None = None
+    parent_call_id: str | None = None
+    attributes: dict[str, str] | None = None
+    message: _Message | None = None
+    tool: dict[str, Any] | None = None
+    usage_total_tokens: int | None = None
+    ambiguous: list[str] | None = None
+    truncated: list[str] | None = None
+
+
+class _GenAI(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    conversation: dict[str, str] | None = None
+    agent: dict[str, str] | None = None
+    provider: dict[str, str] | None = None
+    request: dict[str, str] | None = None
+    operation: dict[str, str] | None = None
+    tool: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+
+
+class _Document(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False, rename={"timestamp": "@timestamp"}):
+    timestamp: str
+    event: _Event
+    telltale: _Telltale
+    gen_ai: _GenAI | None = None
+    process: dict[str, Any] | None = None
+    file: dict[str, str] | None = None
+    url: dict[str, str] | None = None
+    message: str
+
+
 # Enum members bound once: comparing by identity is cheaper than hashing an Enum.
 _MESSAGE, _TOOL, _USAGE, _SESSION_FAMILY = Family.MESSAGE, Family.TOOL, Family.USAGE, Family.SESSION
 _REQUESTED, _RESULT = Stage.REQUESTED, Stage.RESULT
@@ -75,29 +148,27 @@ class _Context:
     some adapters set per-event ones (a patch's paths), see :func:`_attributes`.
     """
 
-    __slots__ = ("content", "gen_ai", "path_hash", "telltale", "truncated")
+    __slots__ = (
+        "agent", "client", "content", "conversation", "cwd", "cwd_hash", "parent_call_id", "parent_session_id",
+        "path_hash", "truncated",
+    )
 
     def __init__(self, obs: Observation, content: str) -> None:
         truncated: list[str] = []
-        tt: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "client": obs.client, "content_mode": content}
+        self.cwd_hash: str | None = None
+        self.cwd: str | None = None
         if obs.cwd:
             cwd = obs.cwd
-            tt["cwd_hash"] = path_hash(cwd)
+            self.cwd_hash = path_hash(cwd)
             if content != ContentMode.NONE:
                 short = len(cwd) <= FIELD_LIMIT
-                tt["cwd"] = redact_cached(cwd) if short else _field(cwd, FIELD_LIMIT, "cwd", truncated)
-        if obs.parent_session_id:
-            tt["parent_session_id"] = obs.parent_session_id
-        if obs.parent_call_id:
-            tt["parent_call_id"] = obs.parent_call_id
-        gen_ai: dict[str, Any] = {}
-        if obs.session_id:
-            gen_ai["conversation"] = {"id": obs.session_id}
-        if obs.agent:
-            gen_ai["agent"] = {"name": obs.agent}
+                self.cwd = redact_cached(cwd) if short else _field(cwd, FIELD_LIMIT, "cwd", truncated)
+        self.client = obs.client
+        self.parent_session_id = obs.parent_session_id or None
+        self.parent_call_id = obs.parent_call_id or None
+        self.conversation = {"id": obs.session_id} if obs.session_id else None
+        self.agent = {"name": obs.agent} if obs.agent else None
         self.content = content
-        self.telltale = tt
-        self.gen_ai = gen_ai
         self.truncated = truncated
         self.path_hash = path_hash(obs.provenance.path)
 
@@ -186,7 +257,7 @@ def activity_line(obs: Observation, *, content: str, observed_at: str) -> bytes:
     return encode_with_host(_activity(obs, content, observed_at))
 
 
-def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any]:
+def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
     ctx = _context(obs, content)
     family = obs.family
     # action_of, inlined (once per event).
@@ -202,54 +273,60 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
     else:
         action = "other"
     timestamp = obs.occurred_at
-    # The envelope of base_event(with_host=False), written out: this runs once per event.
-    event: dict[str, Any] = {
-        "id": obs.observation_id,
-        "kind": "event",
-        "dataset": "telltale.activity",
-        "module": "telltale",
-        "action": action,
-        "created": observed_at,
-        "category": _PROCESS if action == "tool_call" and obs.command else _SESSION,
-        "type": _INFO,
-    }
-    tt = ctx.telltale.copy()
-    tt["time_source"] = "source" if timestamp else "observed"
-    tt["sequence"] = obs.sequence
-    doc: dict[str, Any] = {"@timestamp": timestamp or observed_at, "event": event, "telltale": tt}
+    event = _Event(
+        id=obs.observation_id,
+        kind="event",
+        dataset="telltale.activity",
+        module="telltale",
+        action=action,
+        created=observed_at,
+        category=_PROCESS if action == "tool_call" and obs.command else _SESSION,
+        type=_INFO,
+    )
     truncated: list[str] = []
     keep = content != ContentMode.NONE
 
     prov = obs.provenance
-    source: dict[str, Any] = {"kind": obs.source_kind, "path_hash": ctx.path_hash}
-    if prov.line is not None:
-        source["line"] = prov.line
-    if prov.row is not None:
-        source["row"] = _field(prov.row, 256, "source.row", truncated)
-    tt["source"] = source
+    row = prov.row
+    source = _Source(
+        kind=obs.source_kind,
+        path_hash=ctx.path_hash,
+        line=prov.line,
+        row=_field(row, 256, "source.row", truncated) if row is not None else None,
+    )
     if ctx.truncated:
         truncated.extend(ctx.truncated)
+    attributes = None
     if obs.attributes:
-        tt["attributes"], cut = _attributes(obs.attributes, content)
+        attributes, cut = _attributes(obs.attributes, content)
         if cut:
             truncated.extend(cut)
-    gen_ai = ctx.gen_ai.copy()
-    if obs.provider:
-        gen_ai["provider"] = {"name": obs.provider}
-    if obs.model:
-        gen_ai["request"] = {"model": obs.model}
-    if obs.ambiguous:
-        tt["ambiguous"] = list(obs.ambiguous)
+    tt = _Telltale(
+        schema_version=SCHEMA_VERSION,
+        client=ctx.client,
+        content_mode=content,
+        time_source="source" if timestamp else "observed",
+        sequence=obs.sequence,
+        source=source,
+        cwd_hash=ctx.cwd_hash,
+        cwd=ctx.cwd,
+        parent_session_id=ctx.parent_session_id,
+        parent_call_id=ctx.parent_call_id,
+        attributes=attributes,
+        ambiguous=list(obs.ambiguous) if obs.ambiguous else None,
+    )
+    doc = _Document(timestamp=timestamp or observed_at, event=event, telltale=tt, message=action)
+    operation: dict[str, str] | None = None
+    gen_tool: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
 
     if family is _TOOL:
-        gen_ai["operation"] = _EXECUTE_TOOL
+        operation = _EXECUTE_TOOL
         tool: dict[str, Any] = {}
         if obs.tool_name:
-            gen_ai["tool"] = {"name": obs.tool_name, "call": {"id": obs.call_id}} if obs.call_id else {
-                "name": obs.tool_name
-            }
+            gen_tool = {"name": obs.tool_name, "call": {"id": obs.call_id}} if obs.call_id else {"name": obs.tool_name}
         elif obs.call_id:
-            gen_ai["tool"] = {"call": {"id": obs.call_id}}
+            gen_tool = {"call": {"id": obs.call_id}}
         if action == "tool_call":
             if obs.arguments is not None:
                 arguments = obs.arguments
@@ -259,7 +336,7 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
             if obs.command:
                 if keep:
                     command = _field(obs.command, FIELD_LIMIT, "process.command_line", truncated)
-                    doc["process"] = {"command_line": command}
+                    doc.process = {"command_line": command}
                 tool["command_hash"] = value_hash(obs.command)
             file_path = obs.file_path
             if file_path:
@@ -268,16 +345,16 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
                     path = redact_cached(file_path) if len(file_path) <= _ATTRIBUTE_LIMIT else None
                     if path is None or len(path) > FIELD_LIMIT:
                         path = _field(file_path, FIELD_LIMIT, "file.path", truncated)
-                    doc["file"] = {"path": path}
+                    doc.file = {"path": path}
                 tool["file_path_hash"] = path_hash(file_path)
             if obs.url:
                 if keep:
-                    doc["url"] = {"full": _field(obs.url, FIELD_LIMIT, "url.full", truncated)}
+                    doc.url = {"full": _field(obs.url, FIELD_LIMIT, "url.full", truncated)}
                 tool["url_hash"] = value_hash(obs.url)
-            summary = f"tool_call {obs.tool_name or 'unknown'}"
+            doc.message = f"tool_call {obs.tool_name or 'unknown'}"
         else:
             if action == "other":
-                del gen_ai["operation"]
+                operation = None
             result = obs.result
             if result:
                 tool["result_length"], tool["result_hash"] = size_and_hash(result)
@@ -286,34 +363,32 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
             else:
                 tool["result_length"] = 0
             if obs.exit_code is not None:
-                doc["process"] = {"exit_code": obs.exit_code}
+                doc.process = {"exit_code": obs.exit_code}
             if obs.is_error is not None:
-                event["outcome"] = "failure" if obs.is_error else "success"
+                event.outcome = "failure" if obs.is_error else "success"
             if obs.interrupted:
                 tool["interrupted"] = True
-                event["outcome"] = "unknown"
-            summary = f"tool_result {obs.tool_name or 'unknown'}"
-        if tool:
-            tt["tool"] = tool
+                event.outcome = "unknown"
+            doc.message = f"tool_result {obs.tool_name or 'unknown'}"
+        tt.tool = tool or None
     elif family is _MESSAGE:
-        gen_ai["operation"] = _CHAT
+        operation = _CHAT
         role = obs.role or "unknown"
         text = obs.text
-        msg: dict[str, Any] = {"role": role, "injected": obs.injected}
         length = 0
+        text_hash = text_out = None
         if text:
-            length, msg["hash"] = size_and_hash(text)
+            length, text_hash = size_and_hash(text)
             if content == ContentMode.FULL:
-                msg["text"] = _field(text, TEXT_LIMIT, "message.text", truncated)
-        msg["length"] = length
-        tt["message"] = msg
-        summary = f"{role} message ({length} bytes)"
+                text_out = _field(text, TEXT_LIMIT, "message.text", truncated)
+        tt.message = _Message(role=role, injected=obs.injected, length=length, hash=text_hash, text=text_out)
+        doc.message = f"{role} message ({length} bytes)"
     elif family is _USAGE:
-        gen_ai["operation"] = _CHAT
-        summary = f"usage {obs.model or ''}".strip()
+        operation = _CHAT
+        doc.message = f"usage {obs.model or ''}".strip()
         u = obs.usage
         if u is not None:
-            usage: dict[str, Any] = {}
+            usage = {}
             if u.input_tokens is not None:
                 usage["input_tokens"] = u.input_tokens
             if u.output_tokens is not None:
@@ -325,15 +400,34 @@ def _activity(obs: Observation, content: str, observed_at: str) -> dict[str, Any
             if u.reasoning_output_tokens is not None:
                 usage["reasoning"] = {"output_tokens": u.reasoning_output_tokens}
             if u.total_tokens is not None:
-                tt["usage_total_tokens"] = u.total_tokens
-            gen_ai["usage"] = usage
+                tt.usage_total_tokens = u.total_tokens
         else:
-            summary = "usage"
-    else:
-        summary = action
-    if gen_ai:
-        doc["gen_ai"] = gen_ai
+            doc.message = "usage"
+    provider = obs.provider
+    model = obs.model
+    if ctx.conversation or ctx.agent or provider or model or operation or gen_tool or usage is not None:
+        doc.gen_ai = _GenAI(
+            conversation=ctx.conversation,
+            agent=ctx.agent,
+            provider=_named(provider) if provider else None,
+            request={"model": model} if model else None,
+            operation=operation,
+            tool=gen_tool,
+            usage=usage,
+        )
     if truncated:
-        tt["truncated"] = truncated
-    doc["message"] = summary
+        tt.truncated = truncated
     return doc
+
+
+_NAMES: dict[str, dict[str, str]] = {}
+
+
+def _named(name: str) -> dict[str, str]:
+    """``{"name": name}``, shared: a scan meets a handful of providers."""
+    hit = _NAMES.get(name)
+    if hit is None:
+        if len(_NAMES) >= 256:
+            _NAMES.clear()
+        hit = _NAMES[name] = {"name": name}
+    return hit

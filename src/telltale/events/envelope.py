@@ -101,7 +101,7 @@ def _host_prefix() -> bytes:
 _encoder = msgspec.json.Encoder()
 
 
-def encode_with_host(doc: dict[str, Any]) -> bytes:
+def encode_with_host(doc: object) -> bytes:
     """Encode a document built with ``with_host=False``, adding the constant fields as bytes."""
     body = _encoder.encode(doc)
     return _host_prefix() + body[1:]
