@@ -50,7 +50,7 @@ class AgentProbe(msgspec.Struct, frozen=True, kw_only=True):
     extensions: tuple[str, ...] = ()
     desktop: tuple[DesktopProbe, ...] = ()
     app_data: tuple[AppDataProbe, ...] = ()
-    posture: str | None = None  # key of the posture reader in posture.py
+    posture: str | None = None  # key of the posture reader in posture.READERS
 
 
 #: The agents, in report order: the registry's clients first, then the others.

@@ -73,7 +73,7 @@ def take_inventory(
     ``path_env`` replaces the PATH taken from ``env`` (pass ``""`` to skip PATH probes).
     System-wide locations (``/usr/local/lib/node_modules``, managed settings) hang from
     ``system_root`` (default: this host's root) unless ``consult_system`` is false.
-    ``posture`` reads the installed agents' own settings files (see posture.py).
+    ``posture`` reads the installed agents' own settings files (see the posture package).
     """
     plat = normalize_platform(platform)
     home = _absolute(home, plat)

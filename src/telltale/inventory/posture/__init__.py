@@ -1,0 +1,72 @@
+"""Configuration posture of installed agents, read from the agents' own settings files only.
+
+Never a transcript, never a credential file: each reader names its files explicitly. The
+package is split so that vendor field names stay in that vendor's module (``claude``,
+``codex``, ``gemini`` for Gemini CLI and Qwen Code, ``opencode``) and ``common`` holds only
+vendor-neutral reading and sanitizing. This module keeps the public API in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from telltale.inventory.model import Posture
+from telltale.inventory.posture.claude import (
+    CLAUDE_DEFAULT_CLEANUP_DAYS,
+    CLAUDE_GLOBAL_BOUND,
+    MAX_PROJECTS,
+    read_claude,
+)
+from telltale.inventory.posture.codex import read_codex
+from telltale.inventory.posture.common import (
+    CREDENTIAL_FILE_NAMES,
+    MAX_MCP_SERVERS,
+    SETTINGS_BOUND,
+    PostureContext,
+    command_basename,
+    env_names,
+    header_names,
+    read_bounded,
+    server_name,
+    strip_jsonc,
+    token,
+    truthy,
+    url_host,
+)
+from telltale.inventory.posture.gemini import parse_age_days, read_gemini, read_qwen
+from telltale.inventory.posture.opencode import read_opencode
+
+#: Posture readers by the key named in ``AgentProbe.posture``.
+READERS: dict[str, Callable[[PostureContext], Posture]] = {
+    "claude": read_claude,
+    "codex": read_codex,
+    "gemini": read_gemini,
+    "qwen": read_qwen,
+    "opencode": read_opencode,
+}
+
+__all__ = [
+    "CLAUDE_DEFAULT_CLEANUP_DAYS",
+    "CLAUDE_GLOBAL_BOUND",
+    "CREDENTIAL_FILE_NAMES",
+    "MAX_MCP_SERVERS",
+    "MAX_PROJECTS",
+    "READERS",
+    "SETTINGS_BOUND",
+    "PostureContext",
+    "command_basename",
+    "env_names",
+    "header_names",
+    "parse_age_days",
+    "read_bounded",
+    "read_claude",
+    "read_codex",
+    "read_gemini",
+    "read_opencode",
+    "read_qwen",
+    "server_name",
+    "strip_jsonc",
+    "token",
+    "truthy",
+    "url_host",
+]
