@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
-from typing import Any
+from itertools import accumulate, compress
+from operator import attrgetter, not_
+from typing import Any, cast
 
 import re2
 
 from telltale.detect.allowlist import Allowlist, load_allowlists
 from telltale.detect.fields import FIELD_ATTRS, FIELD_INDEX, FIELD_NAMES, KIND_FIELDS, field_kind
-from telltale.detect.literals import required_literals
+from telltale.detect.literals import required_factors, required_literals
 from telltale.detect.loader import (
     DEFAULT_WITHIN_STEPS,
     MatcherDef,
@@ -61,15 +63,35 @@ EVIDENCE_WHOLE = 512
 #: Step evidence kept per ``evaluate`` call for sequence detections.
 EVIDENCE_CACHE = 4_096
 
+#: Values up to this many characters are screened joined (never over FIELD_LIMIT bytes).
+CHUNK_VALUE_CHARS = FIELD_LIMIT // 4
+#: Characters of joined values scanned in one Set match at most.
+CHUNK_CHARS = 262_144
+#: Values joined in one Set match at most, and at first.
+CHUNK_MAX_VALUES = 256
+CHUNK_FIRST_VALUES = 16
+
 _NO_HITS: frozenset[int] = frozenset()
+# Line anchors: in values joined by "\n" they hold wherever \A and \z held in one value.
+_LINE_START = "(?m:^)"
+_LINE_END = "(?m:$)"
 
 Span = tuple[int, int]
 Searcher = Callable[[bytes], "Span | None"]
 SetMatch = Callable[[bytes], "list[int] | None"]
-#: One eager field of an observation kind: value getter, field id, Set match (``None``:
-#: no atoms) and the atoms that make a rule a candidate (``None``: every value does).
-_Probe = tuple[Callable[[Observation], "str | None"], int, "SetMatch | None", "frozenset[int] | None"]
-#: A field already cut, encoded and scanned: field id, bytes, Set result.
+#: One eager field of an observation kind: value getter, its position among the kind's
+#: probes, Set match (``None``: no atoms), the atoms that make a rule a candidate
+#: (``None``: every value does), the field's gate check (``_FieldIndex.opens``) and id.
+_Probe = tuple[
+    Callable[[Observation], "str | None"],
+    int,
+    "SetMatch | None",
+    "frozenset[int] | None",
+    Callable[[list[int]], bool],
+    int,
+]
+#: The first eager field that makes a rule a candidate: its index among the kind's
+#: probes, its bytes and its Set result.
 _Known = tuple[int, bytes, "list[int] | None"]
 
 
@@ -134,7 +156,10 @@ _FAST_RE2 = _check_fast_re2()
 class _Matcher:
     """A compiled ``field|op: values`` test against one field's atoms or regexes."""
 
-    __slots__ = ("all", "atoms", "field", "is_regex", "key", "regex_atoms", "regexes", "searchers")
+    __slots__ = (
+        "all", "atom_set", "atoms", "checks", "field", "is_regex", "key", "regex_atoms", "regex_factors", "regexes",
+        "searchers",
+    )
 
     def __init__(self, field: int, key: str) -> None:
         self.field = field
@@ -142,23 +167,56 @@ class _Matcher:
         self.all = False
         self.is_regex = False
         self.atoms: tuple[int, ...] = ()
+        self.atom_set: frozenset[int] = frozenset()
         self.regexes: tuple[Any, ...] = ()
         self.searchers: tuple[Searcher, ...] = ()
         # Per regex: the atoms one of which must hit for it to possibly match (or () = none).
         self.regex_atoms: tuple[tuple[int, ...], ...] = ()
+        # Per regex: atom sets of which each must have a hit for it to possibly match
+        # (literals.required_factors; the first is regex_atoms' set when there is one).
+        self.regex_factors: tuple[tuple[frozenset[int], ...], ...] = ()
+        #: Per regex: (searcher, its factors); see :meth:`seal`.
+        self.checks: tuple[tuple[Searcher, tuple[frozenset[int], ...]], ...] = ()
 
-    def test(self, data: bytes | None, hits: frozenset[int]) -> bool:
-        if data is None:
-            return False
+    def seal(self) -> None:
+        """Precompute the set forms :meth:`test` uses (C-level set tests, no generators)."""
+        self.atom_set = frozenset(self.atoms)
+        self.checks = tuple(zip(self.searchers, self.regex_factors, strict=True))
+
+    def possible(self, hits: frozenset[int]) -> bool:
+        """Whether the Set hits allow a match: exact for literals, necessary for regexes."""
         if not self.is_regex:
             if self.all:
-                return all(a in hits for a in self.atoms)
-            return any(a in hits for a in self.atoms)
-        results = (
-            (not pre or any(a in hits for a in pre)) and search(data) is not None
-            for search, pre in zip(self.searchers, self.regex_atoms, strict=True)
-        )
-        return all(results) if self.all else any(results)
+                return self.atom_set <= hits
+            return not hits.isdisjoint(self.atom_set)
+        for _search, factors in self.checks:
+            for factor in factors:
+                if hits.isdisjoint(factor):
+                    break
+            else:
+                if not self.all:
+                    return True
+                continue
+            if self.all:
+                return False
+        return self.all
+
+    def test(self, data: bytes, hits: frozenset[int]) -> bool:
+        if not self.is_regex:
+            if self.all:
+                return self.atom_set <= hits
+            return not hits.isdisjoint(self.atom_set)
+        # A regex runs only when each of its factors had a hit.
+        for search, factors in self.checks:
+            for factor in factors:
+                if hits.isdisjoint(factor):
+                    matched = False
+                    break
+            else:
+                matched = search(data) is not None
+            if matched != self.all:
+                return matched
+        return self.all
 
 
 @dataclass(slots=True)
@@ -198,20 +256,33 @@ class _FieldIndex:
 
     def __init__(self) -> None:
         self.patterns: list[str] = []
+        self.chunk_patterns: list[str] = []
         self.by_pattern: dict[str, int] = {}
         self.triggers: dict[int, list[int]] = {}
         self.residual: list[int] = []
         self.set: Any = None
         self.match: Callable[[bytes], list[int] | None] | None = None
+        #: The Set of ``chunk_patterns`` (same atom indices); ``match`` when they are equal.
+        self.chunk_match: Callable[[bytes], list[int] | None] | None = None
         #: Scanned for every observation (it can make rules candidates); else only on demand.
         self.eager = False
+        #: Trigger atom -> this field's matchers of each selection it triggers (see :meth:`opens`).
+        self.gates: dict[int, list[tuple[_Matcher, ...]]] = {}
         self._single: dict[int, Searcher] = {}
+        self._chunk_set: Any = None
 
-    def atom(self, pattern: str) -> int:
+    def atom(self, pattern: str, chunk_pattern: str | None = None) -> int:
+        """Index of ``pattern`` in this field's Set (added if new).
+
+        ``chunk_pattern`` is its form for :meth:`DetectionEngine._screen`, which scans many
+        values joined by newlines: it must match wherever ``pattern`` matches in one of
+        them (the ``\\A``/``\\z`` anchors become line anchors). Default: ``pattern``.
+        """
         index = self.by_pattern.get(pattern)
         if index is None:
             index = len(self.patterns)
             self.patterns.append(pattern)
+            self.chunk_patterns.append(pattern if chunk_pattern is None else chunk_pattern)
             self.by_pattern[pattern] = index
         return index
 
@@ -227,6 +298,33 @@ class _FieldIndex:
         rset.Compile()
         self.set = rset
         self.match = _set_matcher(rset)
+        self.chunk_match = self.match
+        if self.chunk_patterns != self.patterns:
+            chunk_set = re2.Set.SearchSet()
+            for pattern in self.chunk_patterns:
+                chunk_set.Add(pattern)
+            chunk_set.Compile()
+            self._chunk_set = chunk_set
+            self.chunk_match = _set_matcher(chunk_set)
+
+    def opens(self, found: list[int]) -> bool:
+        """Whether this field's Set result lets a selection it triggers match.
+
+        A selection can only match when its trigger atom hit and every matcher of it on
+        this field is :meth:`_Matcher.possible` with these hits (matchers on other fields
+        are not looked at): when no triggered selection passes, the field makes no rule
+        a candidate that could match.
+        """
+        hits = frozenset(found)
+        gates = self.gates
+        for atom in found:
+            for gate in gates.get(atom, ()):
+                for m in gate:
+                    if not m.possible(hits):
+                        break
+                else:
+                    return True
+        return False
 
     def single(self, atom: int) -> Searcher:
         """The atom alone, compiled (only for evidence spans, after a match)."""
@@ -236,17 +334,18 @@ class _FieldIndex:
         return rx
 
 
-def _literal_pattern(value: str, op: str, cased: bool) -> str:
+def _literal_pattern(value: str, op: str, cased: bool) -> tuple[str, str]:
+    """The Set pattern of a literal matcher value, and its form for joined values."""
     body: str = re2.escape(value)
     if not cased:
         body = f"(?i:{body})"
     if op == "equals":
-        return rf"\A{body}\z"
+        return rf"\A{body}\z", f"{_LINE_START}{body}{_LINE_END}"
     if op == "startswith":
-        return rf"\A{body}"
+        return rf"\A{body}", f"{_LINE_START}{body}"
     if op == "endswith":
-        return rf"{body}\z"
-    return body
+        return rf"{body}\z", f"{body}{_LINE_END}"
+    return body, body
 
 
 def _prefilter_atoms(index: _FieldIndex, pattern: str) -> tuple[int, ...]:
@@ -254,6 +353,13 @@ def _prefilter_atoms(index: _FieldIndex, pattern: str) -> tuple[int, ...]:
     if literals is None:
         return ()
     return tuple(index.atom("(?i:" + re2.escape(lit) + ")") for lit in sorted(literals))
+
+
+def _factor_atoms(index: _FieldIndex, pattern: str) -> tuple[frozenset[int], ...]:
+    return tuple(
+        frozenset(index.atom("(?i:" + re2.escape(lit) + ")") for lit in sorted(factor))
+        for factor in required_factors(pattern)
+    )
 
 
 def _iso_seconds(value: str | None) -> float | None:
@@ -295,6 +401,71 @@ def _excerpt(data: bytes, start: int, end: int) -> str:
         cut = max(data.rfind(ws, end, hi) for ws in (b" ", b"\n", b"\t"))
         hi = cut if cut >= 0 else end
     return data[lo:hi].decode("utf-8", "ignore")
+
+
+def _cut(value: str) -> bytes:
+    """The bytes of a field value that rules look at: at most FIELD_LIMIT, UTF-8."""
+    if len(value) > FIELD_LIMIT:
+        value = value[:FIELD_LIMIT]
+    data = value.encode("utf-8", "surrogatepass")
+    if len(data) > FIELD_LIMIT:
+        data = data[:FIELD_LIMIT]  # a cut UTF-8 sequence at the end is harmless to RE2
+    return data
+
+
+class _Datas(dict[int, "bytes | None"]):
+    """One observation's field bytes (``None``: absent or empty), each cut on first use."""
+
+    __slots__ = ("fields", "kind_fields", "obs")
+
+    def __init__(self, obs: Observation, kind_fields: tuple[int, ...], fields: list[_FieldIndex | None]) -> None:
+        super().__init__()
+        self.obs = obs
+        self.kind_fields = kind_fields
+        self.fields = fields
+
+    def __missing__(self, fid: int) -> bytes | None:
+        data = None
+        if fid in self.kind_fields and self.fields[fid] is not None:
+            value: str | None = getattr(self.obs, FIELD_ATTRS[fid])
+            if value:
+                data = _cut(value)
+        self[fid] = data
+        return data
+
+
+class _Hits(dict[int, frozenset[int]]):
+    """One observation's Set results per field, each scanned on first use."""
+
+    __slots__ = ("datas", "fields")
+
+    def __init__(self, datas: _Datas, fields: list[_FieldIndex | None]) -> None:
+        super().__init__()
+        self.datas = datas
+        self.fields = fields
+
+    def __missing__(self, fid: int) -> frozenset[int]:
+        fx = self.fields[fid]
+        data = self.datas[fid]
+        found = None if fx is None or fx.match is None or data is None else fx.match(data)
+        hits = frozenset(found) if found else _NO_HITS
+        self[fid] = hits
+        return hits
+
+
+_SESSION = attrgetter("client", "session_id")
+
+
+def _queue(pending: dict[int, tuple[list[int], list[str]]], key: int, indices: list[int], texts: list[str]) -> None:
+    """Add values to a field's screening queue (the lists given are kept, then extended)."""
+    if not indices:
+        return
+    queue = pending.get(key)
+    if queue is None:
+        pending[key] = (indices, texts)
+    else:
+        queue[0].extend(indices)
+        queue[1].extend(texts)
 
 
 @dataclass(slots=True)
@@ -413,8 +584,10 @@ class DetectionEngine:
             out.regexes = tuple(re2.compile(v, re2_options(m.cased)) for v in m.values)
             out.searchers = tuple(_searcher(rx) for rx in out.regexes)
             out.regex_atoms = tuple(_prefilter_atoms(fx, v) for v in m.values)
+            out.regex_factors = tuple(_factor_atoms(fx, v) for v in m.values)
         else:
-            out.atoms = tuple(fx.atom(_literal_pattern(v, m.op, m.cased)) for v in m.values)
+            out.atoms = tuple(fx.atom(*_literal_pattern(v, m.op, m.cased)) for v in m.values)
+        out.seal()
         return out
 
     def _compile_rule(self, index: int, rule: Rule) -> _Rule:
@@ -431,10 +604,12 @@ class DetectionEngine:
             fid, atoms = trigger
             fx = self._fields[fid]
             assert fx is not None
+            gate = tuple(m for m in sel if m.field == fid)
             for atom in atoms:
                 bucket = fx.triggers.setdefault(atom, [])
                 if index not in bucket:
                     bucket.append(index)
+                fx.gates.setdefault(atom, []).append(gate)
         return _Rule(index, rule, selections, filters)
 
     def _trigger(self, sel: tuple[_Matcher, ...]) -> tuple[int, tuple[int, ...]] | None:
@@ -466,65 +641,58 @@ class DetectionEngine:
             if fx is None or not fx.eager:
                 continue
             trigger = None if fx.residual else frozenset(fx.triggers)
-            out.append((attrgetter(FIELD_ATTRS[fid]), fid, fx.match, trigger))
+            out.append((attrgetter(FIELD_ATTRS[fid]), len(out), fx.match, trigger, fx.opens, fid))
         return tuple(out)
 
-    def _match(
-        self, obs: Observation, kind: int | None = None, known: _Known | None = None
-    ) -> tuple[list[_Hit], dict[int, bytes]] | None:
-        """Candidates, then rules, for one observation.
+    def _probe(self, obs: Observation, kind: int) -> _Known | None:
+        """The quiet check of :meth:`evaluate`, for one observation (``None``: no candidate)."""
+        for get, index, match, trigger, opens, _fid in self._probes[kind]:
+            value = get(obs)
+            if not value:
+                continue
+            data = _cut(value)
+            found = None if match is None else match(data)
+            if trigger is None or (found and not trigger.isdisjoint(found) and opens(found)):
+                return index, data, found
+        return None
 
-        ``known`` is a field the caller already cut, encoded and scanned (``evaluate``'s
-        quiet check stops at the first field that makes a candidate); it is reused, not
-        scanned again.
+    def _match(self, obs: Observation, kind: int, known: _Known) -> tuple[list[_Hit], _Datas] | None:
+        """Candidates, then rules, for one observation whose quiet check failed.
+
+        ``known`` is the first eager field (index into the kind's probes) that makes a rule
+        a candidate, already cut, encoded and scanned. The eager fields before it made no
+        rule a candidate, so only it and the ones after it are scanned for candidates;
+        every other field value and Set result is computed when a candidate reads it.
         """
-        candidates: set[int] | None = None
-        datas: dict[int, bytes] = {}
-        hits: dict[int, frozenset[int]] = {}
         fields = self._fields
-        for fid in KIND_FIELDS[field_kind(obs) if kind is None else kind]:
-            fx = fields[fid]
-            if fx is None:
-                continue
-            found: list[int] | None
-            if known is not None and known[0] == fid:
-                _, data, found = known
-            else:
-                value: str | None = getattr(obs, FIELD_ATTRS[fid])
-                if not value:
+        probes = self._probes[kind]
+        datas = _Datas(obs, KIND_FIELDS[kind], fields)
+        hits = _Hits(datas, fields)
+        candidates: set[int] = set()
+        start, data, found = known
+        for index in range(start, len(probes)):
+            fid = probes[index][5]
+            if index != start:
+                later = datas[fid]
+                if later is None:
                     continue
-                if len(value) > FIELD_LIMIT:
-                    value = value[:FIELD_LIMIT]
-                data = value.encode("utf-8", "surrogatepass")
-                if len(data) > FIELD_LIMIT:
-                    data = data[:FIELD_LIMIT]  # a cut UTF-8 sequence at the end is harmless to RE2
-                found = None if fx.match is None or not fx.eager else fx.match(data)
-            datas[fid] = data
-            if not fx.eager:
-                continue
+                match = probes[index][2]
+                found = None if match is None else match(later)
+            else:
+                datas[fid] = data
+            hits[fid] = frozenset(found) if found else _NO_HITS
+            fx = fields[fid]
+            assert fx is not None
             if fx.residual:
-                if candidates is None:
-                    candidates = set()
                 candidates.update(fx.residual)
-            if not found:
-                continue
-            hits[fid] = frozenset(found)
-            triggers = fx.triggers
-            for atom in found:
-                rules = triggers.get(atom)
-                if rules:
-                    if candidates is None:
-                        candidates = set()
-                    candidates.update(rules)
+            if found:
+                triggers = fx.triggers
+                for atom in found:
+                    rules = triggers.get(atom)
+                    if rules:
+                        candidates.update(rules)
         if not candidates:
             return None
-        # Fields that never trigger a rule are scanned only now, for the candidates.
-        for fid, data in datas.items():
-            fx = fields[fid]
-            if fx is not None and not fx.eager and fx.match is not None:
-                lazy = fx.match(data)
-                if lazy:
-                    hits[fid] = frozenset(lazy)
         out: list[_Hit] = []
         for index in sorted(candidates):
             rule = self._rules[index]
@@ -538,27 +706,31 @@ class DetectionEngine:
 
     @staticmethod
     def _first_selection(
-        selections: tuple[tuple[_Matcher, ...], ...],
-        datas: dict[int, bytes],
-        hits: dict[int, frozenset[int]],
+        selections: tuple[tuple[_Matcher, ...], ...], datas: _Datas, hits: _Hits
     ) -> tuple[_Matcher, ...] | None:
         for sel in selections:
-            if all(m.test(datas.get(m.field), hits.get(m.field, _NO_HITS)) for m in sel):
+            for m in sel:
+                data = datas[m.field]
+                if data is None or not m.test(data, hits[m.field]):
+                    break
+            else:
                 return sel
         return None
 
     def match_ids(self, obs: Observation) -> list[str]:
         """Ids of every enabled rule (signals included) that matches ``obs`` on its own."""
-        found = self._match(obs)
+        kind = field_kind(obs)
+        known = self._probe(obs, kind)
+        found = None if known is None else self._match(obs, kind, known)
         return [h.rule.id for h in found[0]] if found else []
 
-    def _evidence(self, obs: Observation, hit: _Hit, datas: dict[int, bytes]) -> list[Evidence]:
+    def _evidence(self, obs: Observation, hit: _Hit, datas: _Datas) -> list[Evidence]:
         out: list[Evidence] = []
         seen: set[int] = set()
         for m in hit.selection:
             if m.field in seen:
                 continue
-            data = datas.get(m.field)
+            data = datas[m.field]
             if data is None:
                 continue
             seen.add(m.field)
@@ -609,56 +781,173 @@ class DetectionEngine:
         """
         out: list[Detection] = []
         cache: dict[tuple[str, str], list[Evidence]] = {}
-        last_sid: str | None = None
-        last_client = ""
-        window: SessionWindow | None = None
-        probes = self._probes
-        kind_of = field_kind
-        limit = FIELD_LIMIT
-        for obs in observations:
+        kinds, suspects = self._screen(observations)
+        # Windows of this batch's sessions, by (client, session id): quiet observations
+        # only advance these, so each run of them between two suspects is counted at once.
+        sessions = list(map(_SESSION, observations))
+        distinct = set(sessions)
+        tracked: dict[tuple[str, str | None], SessionWindow] = {}
+        if windows:
+            for key in distinct:
+                if key[1] is not None:
+                    found = windows.get(f"{key[0]}:{key[1]}")
+                    if found is not None:
+                        tracked[key] = found
+        count = len(observations)
+        position = 0
+        while position < count:
+            suspect = suspects.find(1, position)
+            end = count if suspect < 0 else suspect
+            if tracked and position < end:
+                run = sessions[position:end]
+                for key, known_window in tracked.items():
+                    known_window.position += run.count(key)
+            if suspect < 0:
+                break
+            position = suspect + 1
+            obs = observations[suspect]
             sid = obs.session_id
-            if sid is None:
-                window = None
-                last_sid = None
-            elif sid != last_sid or obs.client != last_client:
-                last_sid = sid
-                last_client = obs.client
-                window = windows.get(f"{last_client}:{sid}")
-            if window is not None:
-                window.position += 1
-            kind = kind_of(obs)
-            # Quiet check: nearly every observation makes no rule a candidate. Each eager
-            # field is cut, encoded and scanned once; the first one that triggers a rule
-            # hands its result to the full match, which does the rest.
-            known: _Known | None = None
-            for get, fid, match, trigger in probes[kind]:
-                value = get(obs)
-                if not value:
-                    continue
-                if len(value) > limit:
-                    value = value[:limit]
-                data = value.encode("utf-8", "surrogatepass")
-                if len(data) > limit:
-                    data = data[:limit]
-                found = None if match is None else match(data)
-                if trigger is None or (found and not trigger.isdisjoint(found)):
-                    known = (fid, data, found)
-                    break
+            window: SessionWindow | None = None
+            if sid is not None:
+                window = windows.get(f"{obs.client}:{sid}")
+                if window is not None:
+                    window.position += 1
+            kind = kinds[suspect]
+            known = self._probe(obs, kind)
             if known is None:
                 continue
             matched = self._match(obs, kind, known)
             if matched is None:
                 continue
             if window is None and sid is not None:
-                window = windows[f"{obs.client}:{sid}"] = SessionWindow(position=1)
+                name = f"{obs.client}:{sid}"
+                window = windows[name] = SessionWindow(position=1)
+                for key in distinct:  # every session of the batch that names this window
+                    if key[1] is not None and f"{key[0]}:{key[1]}" == name:
+                        tracked[key] = window
             self._detect(obs, matched[0], matched[1], window, out, cache)
         return out
+
+    def _screen(self, observations: Sequence[Observation]) -> tuple[list[int], bytearray]:
+        """Kind of each observation, and which ones may make a rule a candidate.
+
+        An observation is *quiet* when none of its eager fields makes a rule a candidate
+        (:meth:`_probe` returns ``None``); nearly all are. Instead of one Set match per
+        value (its fixed cost dominates short values), the values of one field across
+        the batch are joined by newlines and scanned together with the field's chunk Set.
+        Every atom that hits in one value also hits in the joined text, and a gate
+        (:meth:`_FieldIndex.opens`) that stays closed for the joined hits is closed for
+        each value's hits, so a quiet chunk proves every value in it quiet. A chunk that
+        is not quiet is narrowed down to the values that are not (``_screen_field``);
+        their observations, those with values too long to join and those with a field
+        with residual selections are *suspects*, which ``evaluate`` checks one by one
+        with the exact per-value path. Fields are screened shortest-total first: a
+        suspect found in a cheap field (a URL) keeps its other values out of later chunks.
+        The values are gathered with C-level ``map``/``compress``, not a Python loop.
+        """
+        kinds = list(map(field_kind, observations))
+        suspects = bytearray(len(observations))
+        probes = self._probes
+        groups: dict[int, list[int]] = {}
+        for i, kind in enumerate(kinds):
+            group = groups.get(kind)
+            if group is None:
+                groups[kind] = [i]
+            else:
+                group.append(i)
+        pending: dict[int, tuple[list[int], list[str]]] = {}
+        for kind, indices in groups.items():
+            if not probes[kind]:
+                continue
+            objs = list(map(observations.__getitem__, indices))
+            for get, _index, _match, trigger, _opens, fid in probes[kind]:
+                values = list(map(get, objs))
+                texts: list[str]
+                if all(values):
+                    which, texts = indices.copy(), cast("list[str]", values)
+                else:
+                    which = list(compress(indices, values))
+                    if not which:
+                        continue
+                    texts = list(filter(None, values))
+                if trigger is None:
+                    for i in which:
+                        suspects[i] = 1
+                    continue
+                if max(map(len, texts)) > CHUNK_VALUE_CHARS:
+                    short = list(map(CHUNK_VALUE_CHARS.__ge__, map(len, texts)))
+                    for i in compress(which, map(not_, short)):
+                        suspects[i] = 1
+                    which = list(compress(which, short))
+                    texts = list(compress(texts, short))
+                # ASCII values are joined apart: one non-ASCII value would make the
+                # whole joined text take the slow path of the UTF-8 encoder.
+                if all(map(str.isascii, texts)):
+                    _queue(pending, fid, which, texts)
+                else:
+                    ascii_ = list(map(str.isascii, texts))
+                    _queue(pending, fid, list(compress(which, ascii_)), list(compress(texts, ascii_)))
+                    wide = list(map(not_, ascii_))
+                    _queue(pending, -1 - fid, list(compress(which, wide)), list(compress(texts, wide)))
+        fields = self._fields
+        for key in sorted(pending, key=lambda k: sum(map(len, pending[k][1]))):
+            indices, texts = pending[key]
+            if suspects.find(1) >= 0 and any(map(suspects.__getitem__, indices)):
+                keep = list(map(not_, map(suspects.__getitem__, indices)))
+                indices = list(compress(indices, keep))
+                texts = list(compress(texts, keep))
+                if not indices:
+                    continue
+            fx = fields[key if key >= 0 else -1 - key]
+            assert fx is not None and fx.chunk_match is not None
+            self._screen_field(fx, indices, texts, suspects)
+        return kinds, suspects
+
+    @staticmethod
+    def _screen_field(fx: _FieldIndex, indices: list[int], values: list[str], suspects: bytearray) -> None:
+        """Mark the observations of ``indices`` whose value of this field may not be quiet.
+
+        Values are scanned in chunks; a chunk that is not quiet is halved and each half
+        scanned again, down to single values, which are marked. A lone hit among ``n``
+        values costs about ``2 log2 n`` Set matches over twice the chunk's bytes, instead
+        of every value's observation going through the per-value path. The chunk size
+        adapts: it halves after a chunk that was not quiet and doubles after a quiet one.
+        """
+        match = fx.chunk_match
+        assert match is not None
+        trigger = frozenset(fx.triggers)
+        opens = fx.opens
+        ends = list(accumulate(map(len, values)))
+        count = len(values)
+        start = 0
+        want = CHUNK_FIRST_VALUES
+        while start < count:
+            before = ends[start - 1] if start else 0
+            end = min(bisect_right(ends, before + CHUNK_CHARS, start), start + want, count)
+            if end == start:
+                end = start + 1
+            quiet = True
+            parts = [(start, end)]
+            while parts:
+                lo, hi = parts.pop()
+                found = match("\n".join(values[lo:hi]).encode("utf-8", "surrogatepass"))
+                if not found or trigger.isdisjoint(found) or not opens(found):
+                    continue
+                quiet = False
+                if hi - lo == 1:
+                    suspects[indices[lo]] = 1
+                else:
+                    mid = (lo + hi) // 2
+                    parts.append((mid, hi))
+                    parts.append((lo, mid))
+            want = min(want * 2, CHUNK_MAX_VALUES) if quiet else max(1, want // 2)
+            start = end
 
     def _detect(
         self,
         obs: Observation,
         hits: list[_Hit],
-        datas: dict[int, bytes],
+        datas: _Datas,
         window: SessionWindow | None,
         out: list[Detection],
         cache: dict[tuple[str, str], list[Evidence]],
@@ -719,8 +1008,13 @@ class DetectionEngine:
             out.append(self._allow(det))
         if window is None:
             return
+        present: set[str] | None = None
         for rid, last in new_entries.items():
             for seq in self._seq_by_last.get(rid, ()):
+                if present is None:
+                    present = {e.rule_id for e in window.entries}
+                if any(present.isdisjoint(step) for step in seq.steps[:-1]):
+                    continue  # an earlier step has no match in the window: no chain (one pass, not a walk each)
                 chain = self._chain(seq, window, last)
                 if chain is None:
                     continue

@@ -21,6 +21,8 @@ MAX_UNION = 256
 MAX_CLASS = 16
 #: Weakest literal accepted as a prefilter, in UTF-8 bytes (shorter ones hit too often).
 MIN_BYTES = 3
+#: Most factors kept per pattern by :func:`required_factors`.
+MAX_FACTORS = 8
 
 _ZERO_WIDTH_ESCAPES = frozenset("bBAzZ")
 _CLASS_ESCAPES = frozenset("dDwWsSpPC")
@@ -30,11 +32,13 @@ _CONTROL_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "a": 
 @dataclass(frozen=True, slots=True)
 class _Atom:
     """One parsed item: ``exact`` is the finite set of strings it matches, if known;
-    ``required`` is a factor that every match of it contains, if known."""
+    ``required`` is a factor that every match of it contains, if known; ``factors`` are
+    more such factors (every match contains a member of each one)."""
 
     exact: frozenset[str] | None
     required: frozenset[str] | None
     zero_width: bool = False
+    factors: tuple[frozenset[str], ...] = ()
 
 
 class _Unsupported(Exception):
@@ -47,6 +51,21 @@ def _bytes(value: str) -> int:
 
 def _strength(factor: frozenset[str]) -> tuple[int, int]:
     return (min(_bytes(s) for s in factor), -len(factor))
+
+
+def _usable(factor: frozenset[str] | None) -> bool:
+    return bool(factor) and "" not in factor  # type: ignore[operator]
+
+
+def _all_factors(atom: _Atom) -> list[frozenset[str]]:
+    """Every factor known for ``atom``, strongest first, without duplicates."""
+    found = [*atom.factors, atom.required, atom.exact]
+    out: list[frozenset[str]] = []
+    for factor in found:
+        if factor is not None and _usable(factor) and factor not in out:
+            out.append(factor)
+    out.sort(key=_strength, reverse=True)
+    return out
 
 
 def _better(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
@@ -86,12 +105,24 @@ class _Parser:
                 required = None
         if exact is not None:
             required = _better(required, exact if "" not in exact else None)
-        return _Atom(exact, required or None)
+        # Every match matches some branch, so one factor of each branch, united, is a
+        # factor of the alternation: the k-th strongest of each (or its last), for each k.
+        per_branch = [_all_factors(br) for br in branches]
+        factors: list[frozenset[str]] = []
+        if all(per_branch):
+            for k in range(min(max(len(f) for f in per_branch), MAX_FACTORS)):
+                united = frozenset().union(*(f[min(k, len(f) - 1)] for f in per_branch))
+                if len(united) <= MAX_UNION and united not in factors:
+                    factors.append(united)
+        return _Atom(exact, required or None, factors=tuple(factors))
 
     def parse_sequence(self) -> _Atom:
         run: frozenset[str] | None = frozenset({""})
         best: frozenset[str] | None = None
         all_exact = True
+        # Every item that must occur contributes its factors: a match of the sequence
+        # contains a match of each such item.
+        factors: list[frozenset[str]] = []
         while self.i < len(self.p) and self.peek() not in "|)":
             atom = self.parse_atom()
             lo, hi = self.parse_quantifier()
@@ -104,20 +135,25 @@ class _Parser:
                     run = frozenset(a + b for a in run for b in atom.exact)
                 else:
                     best = _better(best, _nonempty(run))
+                    _add(factors, _nonempty(run))
                     run = atom.exact
                     all_exact = False
                 continue
             all_exact = False
             best = _better(best, _nonempty(run))
+            _add(factors, _nonempty(run))
             run = frozenset({""})
             if lo >= 1:
                 factor = atom.exact if atom.exact is not None and "" not in atom.exact else atom.required
                 best = _better(best, factor)
+                for known in _all_factors(atom):
+                    _add(factors, known)
                 if atom.exact is not None:
                     # The last repetition is followed by what comes next.
                     run = atom.exact
         best = _better(best, _nonempty(run))
-        return _Atom(run if all_exact else None, best)
+        _add(factors, _nonempty(run))
+        return _Atom(run if all_exact else None, best, factors=tuple(factors))
 
     def parse_quantifier(self) -> tuple[int, int]:
         c = self.peek()
@@ -307,6 +343,11 @@ class _Parser:
         return inner
 
 
+def _add(factors: list[frozenset[str]], factor: frozenset[str] | None) -> None:
+    if factor is not None and _usable(factor) and factor not in factors:
+        factors.append(factor)
+
+
 def _nonempty(run: frozenset[str] | None) -> frozenset[str] | None:
     if run is None or "" in run:
         return None
@@ -335,3 +376,26 @@ def required_literals(pattern: str) -> frozenset[str] | None:
     if min(_bytes(s) for s in factor) < MIN_BYTES:
         return None
     return factor
+
+
+@lru_cache(maxsize=4096)
+def required_factors(pattern: str) -> tuple[frozenset[str], ...]:
+    """Sets of strings such that every match of ``pattern`` contains a member of *each*.
+
+    A conjunction of :func:`required_literals`-style factors (which is one of them when it
+    exists), strongest first, at most :data:`MAX_FACTORS`; every member is at least
+    :data:`MIN_BYTES` UTF-8 bytes long. ``()`` means none is known. The engine uses them
+    to skip a regex whose factors did not all occur.
+    """
+    parser = _Parser(pattern)
+    try:
+        atom = parser.parse_alternation()
+        if parser.i != len(pattern):
+            return ()
+    except (_Unsupported, IndexError, ValueError):
+        return ()
+    out = [f for f in _all_factors(atom) if min(_bytes(s) for s in f) >= MIN_BYTES]
+    first = required_literals(pattern)
+    if first is not None:
+        out = [first, *(f for f in out if f != first)]
+    return tuple(out[:MAX_FACTORS])
