@@ -194,6 +194,12 @@ class _Window:
             self.lines.append(line)
             self.size += len(line) + 1
 
+    def extend(self, ids: list[str], lines: list[bytes]) -> None:
+        """Add many events at once (C-level list extends and sizes: one call per batch)."""
+        self.ids += ids
+        self.lines += lines
+        self.size += sum(map(len, lines)) + len(lines)
+
     def empty(self) -> bool:
         return not self.lines and not self.cursors and not self.windows
 
@@ -280,8 +286,7 @@ class Scanner:
                 report.status = "unchanged"
                 continue
             cursor = self.state.cursor(source.kind, source.path) if (self.state and use_cursors) else None
-            staged: list[Item] = []
-            staged_size = 0
+            staged = _Window()  # this source's events, not yet in the window
             staged_cursor: bytes | None = None
             staged_windows: dict[str, Any] = {}
             try:
@@ -294,29 +299,28 @@ class Scanner:
                     if batch.partial:
                         report.status = "partial"
                     self._quarantine(report, batch.quarantined)
-                    docs = self._encode_observations(batch.observations)
+                    if not opts.dry_run and batch.observations:
+                        staged.extend(*self._encode_observations(batch.observations))
                     if self.detector is not None and batch.observations:
                         detections = self._detect(batch.observations, staged_windows)
                         report.detections += len(detections)
-                        docs.extend(detections)
-                    staged.extend(docs)
-                    staged_size += sum(len(doc) + 1 for _, doc in docs)
+                        staged.add(detections)
                     if batch.cursor is not None:
                         staged_cursor = batch.cursor
                     if self.progress is not None:
                         self.progress("bytes", batch.bytes_read)
-                    if staged_size >= opts.window_bytes and not opts.dry_run:
+                    if staged.size >= opts.window_bytes and not opts.dry_run:
                         # A long source: commit what it has so far at this resumable point.
                         self._stage_into(window, source, key, staged, staged_cursor, None,
                                          staged_windows, use_cursors)
                         emitted += self._flush(window)
                         window = _Window()
-                        staged, staged_windows, staged_size = [], {}, 0
+                        staged, staged_windows = _Window(), {}
             except SourceError as exc:
                 report.status = "error"
                 report.error = exc.reason
                 errors.append({"source": source, "reason": exc.reason, "detail": exc.detail})
-                staged, staged_windows = [], {}
+                staged, staged_windows = _Window(), {}
             except Exception as exc:  # an adapter bug must not stop the other sources
                 report.status = "error"
                 report.error = "internal_error"
@@ -324,7 +328,7 @@ class Scanner:
                 errors.append({"source": source, "reason": "internal_error", "detail": detail})
                 if os.environ.get("TELLTALE_DEBUG"):
                     traceback.print_exc(file=sys.stderr)
-                staged, staged_windows = [], {}
+                staged, staged_windows = _Window(), {}
             else:
                 if report.status == "ok":
                     if report.quarantined:
@@ -409,12 +413,14 @@ class Scanner:
             report.quarantined += 1
             report.quarantine_reasons[item.reason] = report.quarantine_reasons.get(item.reason, 0) + 1
 
-    def _encode_observations(self, observations: Sequence[Observation]) -> list[Item]:
-        if self.options.dry_run:
-            return []
+    def _encode_observations(self, observations: Sequence[Observation]) -> tuple[list[str], list[bytes]]:
+        """Event ids and lines of a batch's observations (the scan's hot loop)."""
         observed = utc_now()
         content = self.options.content
-        return [(o.observation_id, activity_line(o, content=content, observed_at=observed)) for o in observations]
+        return (
+            [o.observation_id for o in observations],
+            [activity_line(o, content=content, observed_at=observed) for o in observations],
+        )
 
     def _detect(self, observations: Sequence[Observation], staged_windows: dict[str, Any]) -> list[Item]:
         assert self.detector is not None
@@ -448,13 +454,15 @@ class Scanner:
         window: _Window,
         source: Source,
         key: str,
-        staged: list[Item],
+        staged: _Window,
         cursor: bytes | None,
         fingerprint: str | None,
         staged_windows: dict[str, Any],
         use_cursors: bool,
     ) -> None:
-        window.add(staged)
+        window.ids += staged.ids
+        window.lines += staged.lines
+        window.size += staged.size
         window.sources += 1
         if use_cursors:
             if cursor is not None:
