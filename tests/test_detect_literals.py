@@ -7,7 +7,7 @@ import re2
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from telltale.detect.literals import MIN_BYTES, required_literals
+from telltale.detect.literals import MIN_BYTES, required_factors, required_literals
 
 
 @pytest.mark.parametrize(
@@ -133,3 +133,63 @@ def test_sampled_matches_contain_a_required_literal(case: tuple[str, str], prefi
 def test_arbitrary_input_never_raises(pattern: str) -> None:
     result = required_literals(pattern)
     assert result is None or all(result)
+
+
+# ---------------------------------------------------------------- conjunctive factors
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("abc", [{"abc"}]),
+        (r"(?i)ignore\s+previous\s+instructions", [{"instructions"}, {"previous"}, {"ignore"}]),
+        (
+            r"\b(drop\s+(database|schema|table)|truncate\s+table)\b",
+            [{"database", "schema", "table", "truncate"}, {"drop", "table"}],
+        ),
+        (r"curl\s+.*\|\s*(ba)?sh", [{"curl"}]),
+        (r"x?", []),
+    ],
+)
+def test_known_factors(pattern: str, expected: list[set[str]]) -> None:
+    assert [set(f) for f in required_factors(pattern)] == expected
+
+
+def test_the_first_factor_is_the_required_literal_set() -> None:
+    for pattern in (r"\.env(rc)?\b", r"(secret|token)\s*=", "a.*bcd", r"\bcurl\b.*\bsh\b"):
+        factors = required_factors(pattern)
+        assert factors and factors[0] == required_literals(pattern)
+        assert all(min(len(s.encode()) for s in f) >= MIN_BYTES for f in factors)
+
+
+@settings(max_examples=500, deadline=None)
+@given(case=sampled(), prefix=st.text(alphabet="abcx. 1", max_size=6), suffix=st.text(alphabet="abcx. 1", max_size=6))
+def test_sampled_matches_contain_a_member_of_every_factor(case: tuple[str, str], prefix: str, suffix: str) -> None:
+    pattern, sample = case
+    options = re2.Options()
+    options.case_sensitive = False
+    text = prefix + sample + suffix
+    assert re2.compile(pattern, options).search(text) is not None, (pattern, text)
+    for factor in required_factors(pattern):
+        assert any(lit.lower() in text.lower() for lit in factor), (pattern, text, factor)
+
+
+@settings(max_examples=500, deadline=None)
+@given(pattern=regexes(), text=st.text(alphabet="abcABC.1 x", max_size=24))
+def test_a_match_always_contains_every_factor(pattern: str, text: str) -> None:
+    options = re2.Options()
+    options.case_sensitive = False
+    try:
+        rx = re2.compile(pattern, options)
+    except re2.error:
+        assume(False)
+        return
+    if rx.search(text) is not None:
+        for factor in required_factors(pattern):
+            assert any(lit.lower() in text.lower() for lit in factor), (pattern, text, factor)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_factors_of_arbitrary_input_never_raise(pattern: str) -> None:
+    assert all(f and all(f) for f in required_factors(pattern))
