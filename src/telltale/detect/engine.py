@@ -225,10 +225,11 @@ class _Rule:
     rule: Rule
     selections: tuple[tuple[_Matcher, ...], ...]
     filters: tuple[tuple[_Matcher, ...], ...]
+    #: ``rule.spec.id`` (read for every hit).
+    id: str = ""
 
-    @property
-    def id(self) -> str:
-        return self.rule.spec.id
+    def __post_init__(self) -> None:
+        self.id = self.rule.spec.id
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +239,11 @@ class _Sequence:
     max_steps: int
     max_seconds: float | None
     spec: Any
+    #: ``steps[:-1]``: what must already be in the window when the last step matches.
+    earlier: tuple[frozenset[str], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "earlier", self.steps[:-1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -1013,17 +1019,21 @@ class DetectionEngine:
             for seq in self._seq_by_last.get(rid, ()):
                 if present is None:
                     present = {e.rule_id for e in window.entries}
-                if any(present.isdisjoint(step) for step in seq.steps[:-1]):
-                    continue  # an earlier step has no match in the window: no chain (one pass, not a walk each)
-                chain = self._chain(seq, window, last)
-                if chain is None:
-                    continue
-                det_id = detection_id(session_key, seq.id, chain[0].observation_id)
-                if det_id in window.fired:
-                    continue
-                window.fired.append(det_id)
-                del window.fired[:-WINDOW_MAX_FIRED]
-                out.append(self._allow(self._sequence_detection(seq, chain, det_id, obs, cache, window, at)))
+                # A step with no match at all in the window cannot be part of a chain:
+                # one pass over the entries instead of a walk per sequence.
+                for step in seq.earlier:
+                    if present.isdisjoint(step):
+                        break
+                else:
+                    chain = self._chain(seq, window, last)
+                    if chain is None:
+                        continue
+                    det_id = detection_id(session_key, seq.id, chain[0].observation_id)
+                    if det_id in window.fired:
+                        continue
+                    window.fired.append(det_id)
+                    del window.fired[:-WINDOW_MAX_FIRED]
+                    out.append(self._allow(self._sequence_detection(seq, chain, det_id, obs, cache, window, at)))
 
     def _partners(
         self,
