@@ -274,6 +274,8 @@ class _FieldIndex:
         self.eager = False
         #: Trigger atom -> this field's matchers of each selection it triggers (see :meth:`opens`).
         self.gates: dict[int, list[tuple[_Matcher, ...]]] = {}
+        #: Trigger atom -> (rule index, gate) of each selection it triggers (see :meth:`opened`).
+        self.gated: dict[int, list[tuple[int, tuple[_Matcher, ...]]]] = {}
         self._single: dict[int, Searcher] = {}
         self._chunk_set: Any = None
 
@@ -331,6 +333,20 @@ class _FieldIndex:
                 else:
                     return True
         return False
+
+    def opened(self, found: list[int], candidates: set[int]) -> None:
+        """Add to ``candidates`` the rules with a selection whose gate these hits open."""
+        hits = frozenset(found)
+        gated = self.gated
+        for atom in found:
+            for index, gate in gated.get(atom, ()):
+                if index in candidates:
+                    continue
+                for m in gate:
+                    if not m.possible(hits):
+                        break
+                else:
+                    candidates.add(index)
 
     def single(self, atom: int) -> Searcher:
         """The atom alone, compiled (only for evidence spans, after a match)."""
@@ -420,15 +436,16 @@ def _cut(value: str) -> bytes:
 
 
 class _Datas(dict[int, "bytes | None"]):
-    """One observation's field bytes (``None``: absent or empty), each cut on first use."""
+    """One observation's field bytes (``None``: absent or empty), each cut on first use.
+
+    Built empty, then ``obs``, ``kind_fields`` and ``fields`` are set (no Python-level
+    ``__init__`` on the candidate path).
+    """
 
     __slots__ = ("fields", "kind_fields", "obs")
-
-    def __init__(self, obs: Observation, kind_fields: tuple[int, ...], fields: list[_FieldIndex | None]) -> None:
-        super().__init__()
-        self.obs = obs
-        self.kind_fields = kind_fields
-        self.fields = fields
+    obs: Observation
+    kind_fields: tuple[int, ...]
+    fields: list[_FieldIndex | None]
 
     def __missing__(self, fid: int) -> bytes | None:
         data = None
@@ -441,14 +458,11 @@ class _Datas(dict[int, "bytes | None"]):
 
 
 class _Hits(dict[int, frozenset[int]]):
-    """One observation's Set results per field, each scanned on first use."""
+    """One observation's Set results per field, each scanned on first use (built like _Datas)."""
 
     __slots__ = ("datas", "fields")
-
-    def __init__(self, datas: _Datas, fields: list[_FieldIndex | None]) -> None:
-        super().__init__()
-        self.datas = datas
-        self.fields = fields
+    datas: _Datas
+    fields: list[_FieldIndex | None]
 
     def __missing__(self, fid: int) -> frozenset[int]:
         fx = self.fields[fid]
@@ -616,6 +630,7 @@ class DetectionEngine:
                 if index not in bucket:
                     bucket.append(index)
                 fx.gates.setdefault(atom, []).append(gate)
+                fx.gated.setdefault(atom, []).append((index, gate))
         return _Rule(index, rule, selections, filters)
 
     def _trigger(self, sel: tuple[_Matcher, ...]) -> tuple[int, tuple[int, ...]] | None:
@@ -672,8 +687,14 @@ class DetectionEngine:
         """
         fields = self._fields
         probes = self._probes[kind]
-        datas = _Datas(obs, KIND_FIELDS[kind], fields)
-        hits = _Hits(datas, fields)
+        datas = _Datas()
+        datas.obs = obs
+        datas.kind_fields = KIND_FIELDS[kind]
+        datas.fields = fields
+        hits = _Hits()
+        hits.datas = datas
+        hits.fields = fields
+        # Only rules with a selection whose gate opens can match (see _FieldIndex.opens).
         candidates: set[int] = set()
         start, data, found = known
         for index in range(start, len(probes)):
@@ -692,11 +713,7 @@ class DetectionEngine:
             if fx.residual:
                 candidates.update(fx.residual)
             if found:
-                triggers = fx.triggers
-                for atom in found:
-                    rules = triggers.get(atom)
-                    if rules:
-                        candidates.update(rules)
+                fx.opened(found, candidates)
         if not candidates:
             return None
         out: list[_Hit] = []
