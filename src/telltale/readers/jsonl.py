@@ -303,6 +303,13 @@ class JsonlReader:
             # Non-seekable streams (decompressed archives) rely on the head fingerprint.
             return ""
         back = min(TAIL_BYTES, end_offset)
+        fileno = getattr(self._fh, "fileno", None)
+        if fileno is not None and hasattr(os, "pread"):
+            # The file is still open: read the bytes in place (no second open and seek).
+            try:
+                return _digest(os.pread(fileno(), back, end_offset - back))
+            except (OSError, io.UnsupportedOperation):
+                pass
         with self._reopen() as fh:
             fh.seek(end_offset - back)
             return _digest(fh.read(back) or b"")
