@@ -274,6 +274,8 @@ class _FieldIndex:
         self.eager = False
         #: Trigger atom -> this field's matchers of each selection it triggers (see :meth:`opens`).
         self.gates: dict[int, list[tuple[_Matcher, ...]]] = {}
+        #: The keys of ``triggers``, as a set (set after ``compile``).
+        self.trigger_set: frozenset[int] = frozenset()
         #: Trigger atom -> (rule index, gate) of each selection it triggers (see :meth:`opened`).
         self.gated: dict[int, list[tuple[int, tuple[_Matcher, ...]]]] = {}
         self._single: dict[int, Searcher] = {}
@@ -307,6 +309,7 @@ class _FieldIndex:
         self.set = rset
         self.match = _set_matcher(rset)
         self.chunk_match = self.match
+        self.trigger_set = frozenset(self.triggers)
         if self.chunk_patterns != self.patterns:
             chunk_set = re2.Set.SearchSet()
             for pattern in self.chunk_patterns:
@@ -661,7 +664,7 @@ class DetectionEngine:
             fx = self._fields[fid]
             if fx is None or not fx.eager:
                 continue
-            trigger = None if fx.residual else frozenset(fx.triggers)
+            trigger = None if fx.residual else fx.trigger_set
             out.append((attrgetter(FIELD_ATTRS[fid]), len(out), fx.match, trigger, fx.opens, fid))
         return tuple(out)
 
@@ -807,10 +810,12 @@ class DetectionEngine:
         kinds, suspects = self._screen(observations)
         # Windows of this batch's sessions, by (client, session id): quiet observations
         # only advance these, so each run of them between two suspects is counted at once.
-        sessions = list(map(_SESSION, observations))
-        distinct = set(sessions)
+        sessions: list[tuple[str, str | None]] = []
+        distinct: set[tuple[str, str | None]] = set()
         tracked: dict[tuple[str, str | None], SessionWindow] = {}
         if windows:
+            sessions = list(map(_SESSION, observations))
+            distinct = set(sessions)
             for key in distinct:
                 if key[1] is not None:
                     found = windows.get(f"{key[0]}:{key[1]}")
@@ -845,6 +850,9 @@ class DetectionEngine:
             if window is None and sid is not None:
                 name = f"{obs.client}:{sid}"
                 window = windows[name] = SessionWindow(position=1)
+                if not sessions:
+                    sessions = list(map(_SESSION, observations))
+                    distinct = set(sessions)
                 for key in distinct:  # every session of the batch that names this window
                     if key[1] is not None and f"{key[0]}:{key[1]}" == name:
                         tracked[key] = window
@@ -913,21 +921,25 @@ class DetectionEngine:
                     wide = list(map(not_, ascii_))
                     _queue(pending, -1 - fid, list(compress(which, wide)), list(compress(texts, wide)))
         fields = self._fields
-        for key in sorted(pending, key=lambda k: sum(map(len, pending[k][1]))):
+        ends = {key: list(accumulate(map(len, queue[1]))) for key, queue in pending.items()}
+        for key in sorted(pending, key=lambda k: ends[k][-1]):
             indices, texts = pending[key]
             if suspects.find(1) >= 0 and any(map(suspects.__getitem__, indices)):
                 keep = list(map(not_, map(suspects.__getitem__, indices)))
                 indices = list(compress(indices, keep))
-                texts = list(compress(texts, keep))
                 if not indices:
                     continue
+                texts = list(compress(texts, keep))
+                ends[key] = list(accumulate(map(len, texts)))
             fx = fields[key if key >= 0 else -1 - key]
             assert fx is not None and fx.chunk_match is not None
-            self._screen_field(fx, indices, texts, suspects)
+            self._screen_field(fx, indices, texts, ends[key], suspects)
         return kinds, suspects
 
     @staticmethod
-    def _screen_field(fx: _FieldIndex, indices: list[int], values: list[str], suspects: bytearray) -> None:
+    def _screen_field(
+        fx: _FieldIndex, indices: list[int], values: list[str], ends: list[int], suspects: bytearray
+    ) -> None:
         """Mark the observations of ``indices`` whose value of this field may not be quiet.
 
         Values are scanned in chunks; a chunk that is not quiet is halved and each half
@@ -938,9 +950,8 @@ class DetectionEngine:
         """
         match = fx.chunk_match
         assert match is not None
-        trigger = frozenset(fx.triggers)
+        trigger = fx.trigger_set
         opens = fx.opens
-        ends = list(accumulate(map(len, values)))
         count = len(values)
         start = 0
         want = CHUNK_FIRST_VALUES
