@@ -14,6 +14,7 @@ N's write returned; so at most one window is ever pending, as the state protocol
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 import time
@@ -44,6 +45,8 @@ WINDOW_BYTES = 8 << 20
 WINDOW_SOURCES = 2_000
 
 _encoder = msgspec.json.Encoder()
+
+_client_session = operator.attrgetter("client", "session_id")
 
 #: One encoded event: its ``event.id`` and its JSONL line (no newline).
 Item = tuple[str, bytes]
@@ -233,6 +236,11 @@ class Scanner:
         self._writer: ThreadPoolExecutor | None = None
         #: The window being written: its write, its intent, and what its commit also does.
         self._inflight: tuple[Future[int], PendingWindow, Callable[[Any], None]] | None = None
+        #: Detection windows staged during this scan but perhaps not committed yet (newest
+        #: version per session): a later batch of the same session, in this source after a
+        #: mid-source window or in another source, must continue from them, not from the
+        #: state, which the writer thread may not have updated yet.
+        self._pending_windows: dict[str, bytes] = {}
         if self.state is not None and options.remote_sinks and not options.dry_run:
             with self.state.transaction() as conn:
                 outbox.ensure_schema(conn)
@@ -258,6 +266,7 @@ class Scanner:
 
     def _scan(self, sources: Sequence[Source], discovery_errors: Sequence[dict[str, str]]) -> ScanResult:
         opts = self.options
+        self._pending_windows = {}
         started = time.monotonic()
         scan_id = uuid.uuid4().hex
         recovered = None
@@ -289,6 +298,7 @@ class Scanner:
             staged = _Window()  # this source's events, not yet in the window
             staged_cursor: bytes | None = None
             staged_windows: dict[str, Any] = {}
+            looked_up: set[str] = set()  # session keys already looked for in the state
             try:
                 adapter = adapter_for(source.kind)
                 for batch in adapter.acquire(source, cursor, ctx):
@@ -302,7 +312,7 @@ class Scanner:
                     if not opts.dry_run and batch.observations:
                         staged.extend(*self._encode_observations(batch.observations))
                     if self.detector is not None and batch.observations:
-                        detections = self._detect(batch.observations, staged_windows)
+                        detections = self._detect(batch.observations, staged_windows, looked_up)
                         report.detections += len(detections)
                         staged.add(detections)
                     if batch.cursor is not None:
@@ -315,7 +325,7 @@ class Scanner:
                                          staged_windows, use_cursors)
                         emitted += self._flush(window)
                         window = _Window()
-                        staged, staged_windows = _Window(), {}
+                        staged, staged_windows, looked_up = _Window(), {}, set()
             except SourceError as exc:
                 report.status = "error"
                 report.error = exc.reason
@@ -422,12 +432,21 @@ class Scanner:
             [activity_line(o, content=content, observed_at=observed) for o in observations],
         )
 
-    def _detect(self, observations: Sequence[Observation], staged_windows: dict[str, Any]) -> list[Item]:
+    def _detect(
+        self, observations: Sequence[Observation], staged_windows: dict[str, Any], looked_up: set[str]
+    ) -> list[Item]:
         assert self.detector is not None
-        keys = {f"{o.client}:{o.session_id}" for o in observations if o.session_id}
-        missing = [k for k in keys if k not in staged_windows]
-        if missing and self.state is not None and not (self.options.backfill or self.options.history_all):
-            for k, data in self.state.detect_windows(missing).items():
+        # Distinct (client, session) pairs first: a batch holds few sessions and many observations.
+        pairs = set(map(_client_session, observations))
+        keys = {f"{client}:{session}" for client, session in pairs if session}
+        missing = [k for k in keys if k not in staged_windows and k not in looked_up]
+        looked_up.update(missing)
+        if missing and not (self.options.backfill or self.options.history_all):
+            pending = self._pending_windows
+            found = {k: pending[k] for k in missing if k in pending}
+            rest = [k for k in missing if k not in found]
+            stored = self.state.detect_windows(rest) if (rest and self.state is not None) else {}
+            for k, data in {**stored, **found}.items():
                 try:
                     staged_windows[k] = self.detector.decode_window(data)
                 except Exception:  # a corrupt window only loses sequence memory
@@ -470,7 +489,7 @@ class Scanner:
             if fingerprint is not None:
                 window.fingerprints[key] = fingerprint
             for k, w in staged_windows.items():
-                window.windows[k] = w.encode()
+                window.windows[k] = self._pending_windows[k] = w.encode()
 
     def _flush(self, window: _Window, extra_commit: Callable[[Any], None] | None = None, *, wait: bool = False) -> int:
         """Record a window's intent and start its durable write. Returns events written.
