@@ -22,7 +22,6 @@ to it. ``scan`` figures are the scan's own ``duration_s`` (discovery to last com
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import resource
@@ -67,13 +66,16 @@ def warm(files: list[Path]) -> None:
 
 def plain_decode(files: list[Path]) -> float:
     """CPU seconds to read every line and msgspec-decode it (untyped), the floor to compare with."""
-    decoder = msgspec.json.Decoder()
+    decode = msgspec.json.Decoder().decode
     start = time.process_time()
     for path in files:
         with path.open("rb") as fh:
             for line in fh:
-                with contextlib.suppress(msgspec.DecodeError):
-                    decoder.decode(line)
+                # try/except is zero-cost in 3.11 when nothing is raised; suppress() is a call per line
+                try:  # noqa: SIM105
+                    decode(line)
+                except msgspec.DecodeError:
+                    pass
     return time.process_time() - start
 
 
