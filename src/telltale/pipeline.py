@@ -299,6 +299,7 @@ class Scanner:
             staged_cursor: bytes | None = None
             staged_windows: dict[str, Any] = {}
             looked_up: set[str] = set()  # session keys already looked for in the state
+            flushing = False  # an error while writing is the scan's, not this source's
             try:
                 adapter = adapter_for(source.kind)
                 for batch in adapter.acquire(source, cursor, ctx):
@@ -323,7 +324,9 @@ class Scanner:
                         # A long source: commit what it has so far at this resumable point.
                         self._stage_into(window, source, key, staged, staged_cursor, None,
                                          staged_windows, use_cursors)
+                        flushing = True
                         emitted += self._flush(window)
+                        flushing = False
                         window = _Window()
                         staged, staged_windows, looked_up = _Window(), {}, set()
             except SourceError as exc:
@@ -332,6 +335,11 @@ class Scanner:
                 errors.append({"source": source, "reason": exc.reason, "detail": exc.detail})
                 staged, staged_windows = _Window(), {}
             except Exception as exc:  # an adapter bug must not stop the other sources
+                if flushing:
+                    # The output or the state failed (this window's, or the one before whose
+                    # commit it waited for): end the scan and leave the intent to ``recover``,
+                    # never write another window after a torn one.
+                    raise
                 report.status = "error"
                 report.error = "internal_error"
                 detail = f"{type(exc).__name__} in adapter"
@@ -364,6 +372,9 @@ class Scanner:
                     reason=err["reason"], detail=err["detail"], observed_at=observed,
                 )
             )
+        # The last window's commit may still be pending: settle it first, so the alerts see
+        # what it did (a full outbox is only known once the commit has tried to enqueue).
+        self._settle()
         health.extend(self._alerts(scan_id, reports, errors, duration, observed))
         extra_commit: Callable[[Any], None] | None = None
         if self.extra_events is not None and not opts.dry_run:
@@ -546,11 +557,17 @@ class Scanner:
         A failed write raises here (an ``OutputError``) and its cursors stay where they
         were: the events are read again by the next scan, at least once.
         """
-        inflight, self._inflight = self._inflight, None
+        inflight = self._inflight
         if inflight is None:
             return
         future, pending, in_commit = inflight
-        future.result()
+        try:
+            future.result()
+        except BaseException:
+            if future.done():  # the write failed: nothing is left running
+                self._inflight = None
+            raise  # interrupted while waiting: ``_drain`` still waits for the write
+        self._inflight = None
         assert self.state is not None
         self.state.commit_window(pending, in_commit)
 
