@@ -107,7 +107,7 @@ def test_property_byte_level_substitution_matches_the_reference(text: str) -> No
     "text",
     [
         '{"cmd":"rg -n x src","max_output_tokens":12000,"workdir":"/w"}',  # every Codex shell call
-        "usage: input_tokens=1234 output_tokens: 99 token_count=5",
+        "usage: input_tokens=1234 output_tokens: 99",
         "max_tokens: 4096",
     ],
 )
@@ -122,6 +122,11 @@ def test_token_counts_are_not_secrets(text: str) -> None:
         ('token: "12345"', "12345"),  # quoted: a string value, not a count
         ("token=12345678901234567890", "12345678901234567890"),  # too long for a count
         ("GH_TOKEN=12ab34cd56", "12ab34cd56"),
+        ("API_TOKEN: 123456789012", "123456789012"),  # only ``...tokens`` keys hold counts
+        ("X-Auth-Token: 834729", "834729"),
+        ("tokenSecret=123456", "123456"),  # a password-like word after ``token`` in the key
+        ("TOKENPASSWORD=123456", "123456"),
+        ("max_output_tokens_limit=4000", "4000"),
     ],
 )
 def test_numeric_secrets_outside_counts_are_redacted(text: str, secret: str) -> None:

@@ -64,12 +64,14 @@ _KEYWORDS = (
     r"|aws_secret_access_key"
 )
 #: ``token`` keys are the exception: ``max_output_tokens``, ``input_tokens`` or
-#: ``token_count`` carry counts (every Codex shell call has ``"max_output_tokens":12000``).
-#: Their unquoted value is a secret unless it is a bare number of up to 15 digits; a marker
-#: there would hide a useful number (and cost a substitution per event). A quoted or
-#: longer number is still redacted, and so is any number assigned to a password-like key.
+#: ``max_tokens`` (keys ending in ``tokens``) carry counts; every Codex shell call has
+#: ``"max_output_tokens":12000``. Their unquoted value is a secret unless it is a bare
+#: number of up to 15 digits; a marker there would hide a useful number (and cost a
+#: substitution per event). Any other token key (``API_TOKEN``, ``X-Auth-Token``), a quoted
+#: or longer number, and any number assigned to a password-like key are still redacted.
 _TOKEN_KEYWORD = r"token"
-_ASSIGN = r"[A-Za-z0-9_.-]{0,40}[\"']?\s{0,5}(?::|=|:=|=>)\s{0,5}"
+_OPERATOR = r"[\"']?\s{0,5}(?::|=|:=|=>)\s{0,5}"
+_ASSIGN = r"[A-Za-z0-9_.-]{0,40}" + _OPERATOR
 _QUOTED = r"\"[^\"\n]{3,}\"|'[^'\n]{3,}'"
 _VALUE_CHAR = r"[^\s\"',;}{)(\]\[]"
 _VALUE_NON_DIGIT = r"[^\s\"',;}{)(\]\[0-9]"
@@ -109,8 +111,18 @@ _PATTERNS: tuple[tuple[str, str, int], ...] = (
         1,
     ),
     (
+        # ``...tokens`` keys (plural) carry counts: a bare number there is not a secret.
         "assignment",
-        r"(?i)(?:\b|_)" + _TOKEN_KEYWORD + _ASSIGN + r"(?P<{S}>" + _QUOTED + "|" + _NOT_A_COUNT + ")",
+        r"(?i)(?:\b|_)" + _TOKEN_KEYWORD + "s" + _OPERATOR + r"(?P<{S}>" + _QUOTED + "|" + _NOT_A_COUNT + ")",
+        1,
+    ),
+    (
+        # Every other token key (``API_TOKEN``, ``X-Auth-Token``, ``tokenSecret``): any value.
+        # The key may not be exactly ``tokens``, so a count the alternative above let pass
+        # is not taken here instead.
+        "assignment",
+        r"(?i)(?:\b|_)" + _TOKEN_KEYWORD + r"(?:[0-9_.a-rt-zA-RT-Z-][A-Za-z0-9_.-]{0,39}|s[A-Za-z0-9_.-]{1,39})?"
+        + _OPERATOR + r"(?P<{S}>" + _QUOTED + r"|" + _VALUE_CHAR + "{3,})",
         1,
     ),
 )
