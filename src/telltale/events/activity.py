@@ -113,6 +113,8 @@ def action_of(obs: Observation) -> str:
     family = obs.family
     if family is _TOOL:
         return "tool_call" if obs.stage is _REQUESTED else ("tool_result" if obs.stage is _RESULT else "other")
+    if obs.stage is not None:
+        return "other"  # a stage belongs to tool observations only
     if family is _MESSAGE:
         return "message"
     if family is _USAGE:
@@ -264,6 +266,8 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
     if family is _TOOL:
         stage = obs.stage
         action = "tool_call" if stage is _REQUESTED else ("tool_result" if stage is _RESULT else "other")
+    elif obs.stage is not None:
+        action = "other"  # a stage belongs to tool observations only
     elif family is _MESSAGE:
         action = "message"
     elif family is _USAGE:
@@ -372,7 +376,7 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
             doc.message = f"tool_result {obs.tool_name or 'unknown'}"
         tt.tool = tool or None
     elif family is _MESSAGE:
-        operation = _CHAT
+        operation = _CHAT if action == "message" else None
         role = obs.role or "unknown"
         text = obs.text
         length = 0
@@ -384,7 +388,7 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
         tt.message = _Message(role=role, injected=obs.injected, length=length, hash=text_hash, text=text_out)
         doc.message = f"{role} message ({length} bytes)"
     elif family is _USAGE:
-        operation = _CHAT
+        operation = _CHAT if action == "usage" else None
         doc.message = f"usage {obs.model or ''}".strip()
         u = obs.usage
         if u is not None:
