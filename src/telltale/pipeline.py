@@ -192,10 +192,7 @@ class _Window:
         self.sources = 0
 
     def add(self, items: list[Item]) -> None:
-        for event_id, line in items:
-            self.ids.append(event_id)
-            self.lines.append(line)
-            self.size += len(line) + 1
+        self.extend([event_id for event_id, _ in items], [line for _, line in items])
 
     def extend(self, ids: list[str], lines: list[bytes]) -> None:
         """Add many events at once (C-level list extends and sizes: one call per batch)."""
@@ -490,9 +487,7 @@ class Scanner:
         staged_windows: dict[str, Any],
         use_cursors: bool,
     ) -> None:
-        window.ids += staged.ids
-        window.lines += staged.lines
-        window.size += staged.size
+        window.extend(staged.ids, staged.lines)
         window.sources += 1
         if use_cursors:
             if cursor is not None:

@@ -7,6 +7,7 @@ the content mode.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -30,7 +31,6 @@ _EXECUTE_TOOL = {"name": "execute_tool"}
 _PROCESS = ["process"]
 _SESSION = ["session"]
 _INFO = ["info"]
-
 
 
 # -- the document, as typed structs: built and encoded faster than nested dicts ------
@@ -155,29 +155,30 @@ class _Context:
         "path_hash", "truncated",
     )
 
-    def __init__(self, obs: Observation, content: str) -> None:
+    def __init__(
+        self, path: str, session_id: str | None, cwd: str | None, agent: str | None,
+        parent_session_id: str | None, parent_call_id: str | None, client: str, content: str,
+    ) -> None:
         truncated: list[str] = []
         self.cwd_hash: str | None = None
         self.cwd: str | None = None
-        if obs.cwd:
-            cwd = obs.cwd
+        if cwd:
             self.cwd_hash = path_hash(cwd)
             if content != ContentMode.NONE:
                 short = len(cwd) <= FIELD_LIMIT
                 self.cwd = redact_cached(cwd) if short else _field(cwd, FIELD_LIMIT, "cwd", truncated)
-        self.client = obs.client
-        self.parent_session_id = obs.parent_session_id or None
-        self.parent_call_id = obs.parent_call_id or None
-        self.conversation = {"id": obs.session_id} if obs.session_id else None
-        self.agent = {"name": obs.agent} if obs.agent else None
+        self.client = client
+        self.parent_session_id = parent_session_id or None
+        self.parent_call_id = parent_call_id or None
+        self.conversation = {"id": session_id} if session_id else None
+        self.agent = {"name": agent} if agent else None
         self.content = content
         self.truncated = truncated
-        self.path_hash = path_hash(obs.provenance.path)
+        self.path_hash = path_hash(path)
 
 
-_ContextKey = tuple[str, str | None, str | None, str | None, str | None, str | None, str, str]
-_CONTEXTS: dict[_ContextKey, _Context] = {}
-_CONTEXTS_MAX = 4_096
+_CACHE_SIZE = 4_096
+_session_context = lru_cache(maxsize=_CACHE_SIZE)(_Context)
 #: The context of the previous event, checked first: consecutive events mostly share it.
 _last: tuple[Observation, _Context] | None = None
 
@@ -201,49 +202,46 @@ def _context(obs: Observation, content: str) -> _Context:
         ):
             _last = (obs, last[1])
             return last[1]
-    key = (
+    ctx = _session_context(
         obs.provenance.path, obs.session_id, obs.cwd, obs.agent, obs.parent_session_id, obs.parent_call_id,
         obs.client, content,
     )
-    ctx = _CONTEXTS.get(key)
-    if ctx is None:
-        if len(_CONTEXTS) >= _CONTEXTS_MAX:
-            _CONTEXTS.clear()
-        ctx = _CONTEXTS[key] = _Context(obs, content)
     _last = (obs, ctx)
     return ctx
 
 
 _Attributes = tuple[dict[str, str], tuple[str, ...]]
-_ATTRIBUTES: dict[tuple[str, tuple[tuple[str, str], ...]], _Attributes] = {}
-#: The attributes of the previous event: (its dict, content mode, output, truncated names).
-_last_attributes: tuple[dict[str, str], str, dict[str, str], tuple[str, ...]] | None = None
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _outgoing_attributes(content: str, items: tuple[tuple[str, str], ...]) -> _Attributes:
+    """Attributes redacted (hashed in ``none`` mode) and the names of those cut."""
+    truncated: list[str] = []
+    if content != ContentMode.NONE:
+        out = {
+            k: redact_cached(v)
+            if len(v) <= _ATTRIBUTE_LIMIT
+            else _field(v, _ATTRIBUTE_LIMIT, f"attributes.{k}", truncated)
+            for k, v in items
+        }
+    else:
+        out = {k: value_hash(v) for k, v in items}
+    return out, tuple(truncated)
+
+
+#: The attributes of the previous event: (its dict, content mode, outgoing form).
+_last_attributes: tuple[dict[str, str], str, _Attributes] | None = None
 
 
 def _attributes(attributes: dict[str, str], content: str) -> _Attributes:
-    """The outgoing form of an observation's attributes (redacted, or hashed in ``none``
-    mode) and the names of those cut to their bound; memoised, most repeat."""
+    """The outgoing form of an observation's attributes; the previous event's dict is
+    checked by identity first (a session template shares one)."""
     global _last_attributes
     last = _last_attributes
     if last is not None and last[0] is attributes and last[1] == content:
-        return last[2], last[3]
-    key = (content, tuple(attributes.items()))
-    hit = _ATTRIBUTES.get(key)
-    if hit is None:
-        truncated: list[str] = []
-        if content != ContentMode.NONE:
-            out = {
-                k: redact_cached(v)
-                if len(v) <= _ATTRIBUTE_LIMIT
-                else _field(v, _ATTRIBUTE_LIMIT, f"attributes.{k}", truncated)
-                for k, v in attributes.items()
-            }
-        else:
-            out = {k: value_hash(v) for k, v in attributes.items()}
-        if len(_ATTRIBUTES) >= _CONTEXTS_MAX:
-            _ATTRIBUTES.clear()
-        hit = _ATTRIBUTES[key] = (out, tuple(truncated))
-    _last_attributes = (attributes, content, hit[0], hit[1])
+        return last[2]
+    hit = _outgoing_attributes(content, tuple(attributes.items()))
+    _last_attributes = (attributes, content, hit)
     return hit
 
 
@@ -262,20 +260,7 @@ def activity_line(obs: Observation, *, content: str, observed_at: str) -> bytes:
 def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
     ctx = _context(obs, content)
     family = obs.family
-    # action_of, inlined (once per event).
-    if family is _TOOL:
-        stage = obs.stage
-        action = "tool_call" if stage is _REQUESTED else ("tool_result" if stage is _RESULT else "other")
-    elif obs.stage is not None:
-        action = "other"  # a stage belongs to tool observations only
-    elif family is _MESSAGE:
-        action = "message"
-    elif family is _USAGE:
-        action = "usage"
-    elif family is _SESSION_FAMILY:
-        action = "session"
-    else:
-        action = "other"
+    action = action_of(obs)
     timestamp = obs.occurred_at
     event = _Event(
         id=obs.observation_id,
@@ -424,14 +409,7 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
     return doc
 
 
-_NAMES: dict[str, dict[str, str]] = {}
-
-
+@lru_cache(maxsize=256)
 def _named(name: str) -> dict[str, str]:
     """``{"name": name}``, shared: a scan meets a handful of providers."""
-    hit = _NAMES.get(name)
-    if hit is None:
-        if len(_NAMES) >= 256:
-            _NAMES.clear()
-        hit = _NAMES[name] = {"name": name}
-    return hit
+    return {"name": name}

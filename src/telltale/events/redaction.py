@@ -38,9 +38,7 @@ _KEYED = hashlib.sha256(hashlib.sha256(_KEY).digest() * 2)
 
 def value_hash(value: str) -> str:
     """Short keyed hash of a value (16 hex digits), stable for one redaction key."""
-    digest = _KEYED.copy()
-    digest.update(value.encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()[:16]
+    return size_and_hash(value)[1]
 
 
 def size_and_hash(value: str) -> tuple[int, str]:
