@@ -17,6 +17,7 @@ output is cut to 64 bits, which also leaves no digest to extend.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from typing import Any
@@ -248,18 +249,8 @@ def redact(value: str) -> str:
     return _redact_wrapper(value)
 
 
-_CACHE: dict[str, str] = {}
-_CACHE_MAX = 4_096
-
-
-def redact_cached(value: str) -> str:
-    """``redact`` with a small memo, for short values that repeat (cwd, versions, names)."""
-    hit = _CACHE.get(value)
-    if hit is None:
-        if len(_CACHE) >= _CACHE_MAX:
-            _CACHE.clear()
-        hit = _CACHE[value] = redact(value)
-    return hit
+#: ``redact`` with a small memo, for short values that repeat (cwd, paths, versions, names).
+redact_cached = functools.lru_cache(maxsize=4_096)(redact)
 
 
 def bounded(value: str, limit: int) -> tuple[str, bool]:
