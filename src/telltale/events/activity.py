@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from telltale.events.envelope import SCHEMA_VERSION, ContentMode, encode_with_host, path_hash
+from telltale.events.envelope import SCHEMA_VERSION, ContentMode, host_raw, path_hash
 from telltale.events.redaction import bounded, redact, redact_cached, size_and_hash, value_hash
 from telltale.model import Family, Observation, Stage
 
@@ -25,6 +25,8 @@ TEXT_LIMIT = 8_192
 _ATTRIBUTE_LIMIT = 512
 #: Extra characters redacted past a bound, so a secret crossing the cut is still recognised.
 _MARGIN = 512
+
+_encode = msgspec.json.Encoder().encode
 
 _CHAT = {"name": "chat"}
 _EXECUTE_TOOL = {"name": "execute_tool"}
@@ -94,6 +96,10 @@ class _GenAI(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
 
 
 class _Document(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False, rename={"timestamp": "@timestamp"}):
+    # The constant host, user and observer objects, encoded once (see ``host_raw``).
+    host: msgspec.Raw
+    user: msgspec.Raw
+    observer: msgspec.Raw
     timestamp: str
     event: _Event
     telltale: _Telltale
@@ -254,7 +260,7 @@ def activity_event(obs: Observation, *, content: str, observed_at: str) -> dict[
 
 def activity_line(obs: Observation, *, content: str, observed_at: str) -> bytes:
     """The encoded document of one observation (the scan's hot path)."""
-    return encode_with_host(_activity(obs, content, observed_at))
+    return _encode(_activity(obs, content, observed_at))
 
 
 def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
@@ -304,7 +310,11 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
         attributes=attributes,
         ambiguous=list(obs.ambiguous) if obs.ambiguous else None,
     )
-    doc = _Document(timestamp=timestamp or observed_at, event=event, telltale=tt, message=action)
+    host, user, observer = host_raw()
+    doc = _Document(
+        host=host, user=user, observer=observer, timestamp=timestamp or observed_at, event=event, telltale=tt,
+        message=action,
+    )
     operation: dict[str, str] | None = None
     gen_tool: dict[str, Any] | None = None
     usage: dict[str, Any] | None = None
