@@ -18,7 +18,7 @@ in session windows in bulk. None of that may change a detection. Two references:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 import pytest
@@ -73,6 +73,19 @@ sequences:
 
 DEFAULT = DetectionEngine.load()
 CUSTOM_ENGINE = DetectionEngine(load_rule_text(CUSTOM, "custom.yaml"))
+
+
+def _re2_only(build: Callable[[], DetectionEngine]) -> DetectionEngine:
+    """An engine whose screen uses the RE2 Set for every chunk (as without Hyperscan)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TELLTALE_HYPERSCAN", "0")
+        return build()
+
+
+DEFAULT_RE2 = _re2_only(DetectionEngine.load)
+CUSTOM_RE2 = _re2_only(lambda: DetectionEngine(load_rule_text(CUSTOM, "custom.yaml")))
+ENGINES = [DEFAULT, CUSTOM_ENGINE, DEFAULT_RE2, CUSTOM_RE2]
+ENGINE_IDS = ["default", "custom", "default-re2", "custom-re2"]
 
 
 def _case_texts() -> list[str]:
@@ -202,7 +215,7 @@ def _encoded(windows: dict[str, SessionWindow]) -> dict[str, bytes]:
     return {key: window.encode() for key, window in windows.items()}
 
 
-@pytest.mark.parametrize("engine", [DEFAULT, CUSTOM_ENGINE], ids=["default", "custom"])
+@pytest.mark.parametrize("engine", ENGINES, ids=ENGINE_IDS)
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(observations=batches())
 def test_rule_matches_equal_brute_force_evaluation(engine: DetectionEngine, observations: list[Observation]) -> None:
@@ -210,7 +223,7 @@ def test_rule_matches_equal_brute_force_evaluation(engine: DetectionEngine, obse
         assert engine.match_ids(obs) == brute_ids(engine, obs)
 
 
-@pytest.mark.parametrize("engine", [DEFAULT, CUSTOM_ENGINE], ids=["default", "custom"])
+@pytest.mark.parametrize("engine", ENGINES, ids=ENGINE_IDS)
 @settings(max_examples=120, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(observations=batches(), split=st.integers(1, 40))
@@ -276,16 +289,18 @@ def _result(i: int, text: str) -> Observation:
     )
 
 
+@pytest.mark.parametrize("engine", [CUSTOM_ENGINE, CUSTOM_RE2], ids=["hyperscan", "re2"])
 @pytest.mark.parametrize("position", [0, 1, 17, 63, 199])
-def test_one_hit_among_many_quiet_values_is_found_wherever_it_is(position: int) -> None:
+def test_one_hit_among_many_quiet_values_is_found_wherever_it_is(engine: DetectionEngine, position: int) -> None:
     batch = [_request(i, f"git status {i}") for i in range(200)]
     batch[position] = _request(position, "rm -rf /")
     batch.append(_request(200, "rm -rf /x"))  # not equal: no detection
-    found = CUSTOM_ENGINE.evaluate(batch, {})
+    found = engine.evaluate(batch, {})
     assert [(d.rule_id, d.anchors) for d in found] == [("t.equals", [batch[position].observation_id])]
 
 
-def test_anchored_literals_hold_at_value_edges_when_values_are_joined() -> None:
+@pytest.mark.parametrize("engine", [CUSTOM_ENGINE, CUSTOM_RE2], ids=["hyperscan", "re2"])
+def test_anchored_literals_hold_at_value_edges_when_values_are_joined(engine: DetectionEngine) -> None:
     batch = [
         _request(0, "echo sudo rm"),       # 'sudo ' not at the start
         _request(1, "sudo rm -rf /"),      # starts with 'sudo ', is not equal to 'rm -rf /'
@@ -297,7 +312,7 @@ def test_anchored_literals_hold_at_value_edges_when_values_are_joined() -> None:
         _request(7, "rm -rf /\n"),
     ]
     want = ["t.starts", "t.equals", "t.seq", "t.ends"]
-    assert [d.rule_id for d in CUSTOM_ENGINE.evaluate(batch, {})] == want
+    assert [d.rule_id for d in engine.evaluate(batch, {})] == want
     assert [d.rule_id for d in one_at_a_time(CUSTOM_ENGINE, batch)[0]] == want
 
 

@@ -27,8 +27,10 @@ from typing import Any, cast
 
 import re2
 
+from telltale.detect import literal_scan
 from telltale.detect.allowlist import Allowlist, load_allowlists
 from telltale.detect.fields import FIELD_ATTRS, FIELD_INDEX, FIELD_NAMES, KIND_FIELDS, field_kind
+from telltale.detect.literal_scan import Literal
 from telltale.detect.literals import required_factors, required_literals
 from telltale.detect.loader import (
     DEFAULT_WITHIN_STEPS,
@@ -263,6 +265,8 @@ class _FieldIndex:
     def __init__(self) -> None:
         self.patterns: list[str] = []
         self.chunk_patterns: list[str] = []
+        #: Each atom as a literal (``None``: not one), for :func:`literal_scan.ascii_scanner`.
+        self.literals: list[Literal | None] = []
         self.by_pattern: dict[str, int] = {}
         self.triggers: dict[int, list[int]] = {}
         self.residual: list[int] = []
@@ -270,6 +274,8 @@ class _FieldIndex:
         self.match: Callable[[bytes], list[int] | None] | None = None
         #: The Set of ``chunk_patterns`` (same atom indices); ``match`` when they are equal.
         self.chunk_match: Callable[[bytes], list[int] | None] | None = None
+        #: ``chunk_match`` for ASCII chunks: Hyperscan when every atom is a literal.
+        self.ascii_chunk_match: Callable[[bytes], list[int] | None] | None = None
         #: Scanned for every observation (it can make rules candidates); else only on demand.
         self.eager = False
         #: Trigger atom -> this field's matchers of each selection it triggers (see :meth:`opens`).
@@ -281,18 +287,20 @@ class _FieldIndex:
         self._single: dict[int, Searcher] = {}
         self._chunk_set: Any = None
 
-    def atom(self, pattern: str, chunk_pattern: str | None = None) -> int:
+    def atom(self, pattern: str, chunk_pattern: str | None = None, literal: Literal | None = None) -> int:
         """Index of ``pattern`` in this field's Set (added if new).
 
         ``chunk_pattern`` is its form for :meth:`DetectionEngine._screen`, which scans many
         values joined by newlines: it must match wherever ``pattern`` matches in one of
         them (the ``\\A``/``\\z`` anchors become line anchors). Default: ``pattern``.
+        ``literal`` is the atom as a plain literal, when it is one (anchors aside).
         """
         index = self.by_pattern.get(pattern)
         if index is None:
             index = len(self.patterns)
             self.patterns.append(pattern)
             self.chunk_patterns.append(pattern if chunk_pattern is None else chunk_pattern)
+            self.literals.append(literal)
             self.by_pattern[pattern] = index
         return index
 
@@ -317,6 +325,7 @@ class _FieldIndex:
             chunk_set.Compile()
             self._chunk_set = chunk_set
             self.chunk_match = _set_matcher(chunk_set)
+        self.ascii_chunk_match = literal_scan.ascii_scanner(self.literals) or self.chunk_match
 
     def opens(self, found: list[int]) -> bool:
         """Whether this field's Set result lets a selection it triggers match.
@@ -359,30 +368,31 @@ class _FieldIndex:
         return rx
 
 
-def _literal_pattern(value: str, op: str, cased: bool) -> tuple[str, str]:
-    """The Set pattern of a literal matcher value, and its form for joined values."""
+def _literal_pattern(value: str, op: str, cased: bool) -> tuple[str, str, Literal]:
+    """The Set pattern of a literal matcher value, its form for joined values, and the literal."""
     body: str = re2.escape(value)
+    literal = Literal(value, not cased)
     if not cased:
         body = f"(?i:{body})"
     if op == "equals":
-        return rf"\A{body}\z", f"{_LINE_START}{body}{_LINE_END}"
+        return rf"\A{body}\z", f"{_LINE_START}{body}{_LINE_END}", literal
     if op == "startswith":
-        return rf"\A{body}", f"{_LINE_START}{body}"
+        return rf"\A{body}", f"{_LINE_START}{body}", literal
     if op == "endswith":
-        return rf"{body}\z", f"{body}{_LINE_END}"
-    return body, body
+        return rf"{body}\z", f"{body}{_LINE_END}", literal
+    return body, body, literal
 
 
 def _prefilter_atoms(index: _FieldIndex, pattern: str) -> tuple[int, ...]:
     literals = required_literals(pattern)
     if literals is None:
         return ()
-    return tuple(index.atom("(?i:" + re2.escape(lit) + ")") for lit in sorted(literals))
+    return tuple(index.atom("(?i:" + re2.escape(lit) + ")", None, Literal(lit, True)) for lit in sorted(literals))
 
 
 def _factor_atoms(index: _FieldIndex, pattern: str) -> tuple[frozenset[int], ...]:
     return tuple(
-        frozenset(index.atom("(?i:" + re2.escape(lit) + ")") for lit in sorted(factor))
+        frozenset(index.atom("(?i:" + re2.escape(lit) + ")", None, Literal(lit, True)) for lit in sorted(factor))
         for factor in required_factors(pattern)
     )
 
@@ -912,7 +922,8 @@ class DetectionEngine:
                     which = list(compress(which, short))
                     texts = list(compress(texts, short))
                 # ASCII values are joined apart: one non-ASCII value would make the
-                # whole joined text take the slow path of the UTF-8 encoder.
+                # whole joined text take the slow path of the UTF-8 encoder, and ASCII
+                # chunks are scanned by the literal scanner (see literal_scan).
                 if all(map(str.isascii, texts)):
                     _queue(pending, fid, which, texts)
                 else:
@@ -932,13 +943,20 @@ class DetectionEngine:
                 texts = list(compress(texts, keep))
                 ends[key] = list(accumulate(map(len, texts)))
             fx = fields[key if key >= 0 else -1 - key]
-            assert fx is not None and fx.chunk_match is not None
-            self._screen_field(fx, indices, texts, ends[key], suspects)
+            assert fx is not None
+            match = fx.ascii_chunk_match if key >= 0 else fx.chunk_match
+            assert match is not None
+            self._screen_field(fx, match, indices, texts, ends[key], suspects)
         return kinds, suspects
 
     @staticmethod
     def _screen_field(
-        fx: _FieldIndex, indices: list[int], values: list[str], ends: list[int], suspects: bytearray
+        fx: _FieldIndex,
+        match: SetMatch,
+        indices: list[int],
+        values: list[str],
+        ends: list[int],
+        suspects: bytearray,
     ) -> None:
         """Mark the observations of ``indices`` whose value of this field may not be quiet.
 
@@ -948,8 +966,6 @@ class DetectionEngine:
         of every value's observation going through the per-value path. The chunk size
         adapts: it halves after a chunk that was not quiet and doubles after a quiet one.
         """
-        match = fx.chunk_match
-        assert match is not None
         trigger = fx.trigger_set
         opens = fx.opens
         count = len(values)
