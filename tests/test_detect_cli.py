@@ -96,3 +96,17 @@ def test_export_default_round_trips(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_rules_without_action_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules"]) == 2
     assert "export-default" in capsys.readouterr().err
+
+
+
+def test_no_rule_at_all_means_no_detector(tmp_path: Path) -> None:
+    """``--no-default-rules`` without ``--rules``: the scan runs without a detection stage."""
+    import argparse
+
+    from telltale.cli.common import load_detector
+
+    assert load_detector(argparse.Namespace(rules=None, no_default_rules=True, allowlist=None)) is None
+    own = tmp_path / "own.yaml"
+    own.write_text("rules:\n  - {id: own.x, title: t, category: test, score: 10, match: {command|contains: xyz}}\n")
+    assert load_detector(argparse.Namespace(rules=[str(own)], no_default_rules=True, allowlist=None)) is not None
+    assert load_detector(argparse.Namespace(rules=None, no_default_rules=False, allowlist=None)) is not None

@@ -109,11 +109,13 @@ def load_detector(args: argparse.Namespace) -> Detector | None:
         return None
     from telltale.detect.engine import DetectionEngine
 
-    return DetectionEngine.load(
+    engine = DetectionEngine.load(
         tuple(args.rules or ()),
         include_default=not args.no_default_rules,
         allowlist_files=tuple(args.allowlist or ()),
     )
+    # Without a rule the engine could only walk every batch for nothing.
+    return None if engine.empty else engine
 
 
 def load_delivery(args: argparse.Namespace) -> Delivery:

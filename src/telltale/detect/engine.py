@@ -601,6 +601,11 @@ class DetectionEngine:
         ruleset.raise_for_errors()
         return cls(ruleset, load_allowlists(allowlist_files))
 
+    @property
+    def empty(self) -> bool:
+        """No enabled rule: nothing can ever be detected (``--no-default-rules`` alone)."""
+        return not self._rules
+
     def _index(self, field: str) -> _FieldIndex:
         fid = FIELD_INDEX[field]
         fx = self._fields[fid]
