@@ -77,7 +77,7 @@ class _Telltale(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     cwd: str | None = None
     parent_session_id: str | None = None
     parent_call_id: str | None = None
-    attributes: dict[str, str] | None = None
+    attributes: msgspec.Raw | None = None
     message: _Message | None = None
     tool: dict[str, Any] | None = None
     usage_total_tokens: int | None = None
@@ -86,8 +86,8 @@ class _Telltale(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
 
 
 class _GenAI(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
-    conversation: dict[str, str] | None = None
-    agent: dict[str, str] | None = None
+    conversation: msgspec.Raw | None = None
+    agent: msgspec.Raw | None = None
     provider: dict[str, str] | None = None
     request: dict[str, str] | None = None
     operation: dict[str, str] | None = None
@@ -176,8 +176,9 @@ class _Context:
         self.client = client
         self.parent_session_id = parent_session_id or None
         self.parent_call_id = parent_call_id or None
-        self.conversation = {"id": session_id} if session_id else None
-        self.agent = {"name": agent} if agent else None
+        # Encoded once: the same bytes in every event of the session.
+        self.conversation = msgspec.Raw(_encode({"id": session_id})) if session_id else None
+        self.agent = msgspec.Raw(_encode({"name": agent})) if agent else None
         self.content = content
         self.truncated = truncated
         self.path_hash = path_hash(path)
@@ -216,7 +217,8 @@ def _context(obs: Observation, content: str) -> _Context:
     return ctx
 
 
-_Attributes = tuple[dict[str, str], tuple[str, ...]]
+#: Outgoing attributes (encoded once) and the names of those cut.
+_Attributes = tuple[msgspec.Raw, tuple[str, ...]]
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
@@ -232,7 +234,7 @@ def _outgoing_attributes(content: str, items: tuple[tuple[str, str], ...]) -> _A
         }
     else:
         out = {k: value_hash(v) for k, v in items}
-    return out, tuple(truncated)
+    return msgspec.Raw(_encode(out)), tuple(truncated)
 
 
 #: The attributes of the previous event: (its dict, content mode, outgoing form).
