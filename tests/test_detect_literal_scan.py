@@ -1,8 +1,9 @@
-"""The Hyperscan literal screen against RE2: it may find more, never less (ASCII text).
+"""The Hyperscan literal screen against RE2: it may find more, never less.
 
-``literal_scan.ascii_scanner`` stands in for a field's RE2 Set on ASCII chunks. The
-screen is correct only if every atom RE2 finds in a chunk is found too; for unanchored
-atoms the two must agree exactly (anchored ones are scanned anywhere: a superset).
+``literal_scan.scanner`` stands in for a field's RE2 Set on ASCII chunks, and on other
+chunks (given through ``fold``) when ``Scanner.unicode``. The screen is correct only if
+every atom RE2 finds in a chunk is found too; for unanchored atoms the two must agree
+exactly (anchored ones are scanned anywhere: a superset).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from telltale.detect import literal_scan
 from telltale.detect.engine import DetectionEngine
 from telltale.detect.fields import FIELD_ATTRS
-from telltale.detect.literal_scan import Literal, ascii_form, ascii_scanner
+from telltale.detect.literal_scan import Literal, fold, literal_bytes, scanner
 
 
 def _set(patterns: list[str]) -> re2.Set:
@@ -30,17 +31,29 @@ def _re2_found(rset: re2.Set, data: bytes) -> set[int]:
     return set(rset.Match(data) or ())
 
 
-def test_ascii_forms_follow_re2_case_folding() -> None:
-    assert ascii_form(Literal("Secret", True)) == b"Secret"
-    assert ascii_form(Literal("Secret", False)) == b"Secret"
+def test_literal_bytes_follow_re2_case_folding() -> None:
+    assert literal_bytes(Literal("Secret", True)) == b"Secret"
     # The two non-ASCII code points whose fold is an ASCII letter (U+017F, U+212A).
-    assert ascii_form(Literal("\u017fecret \u212aey", True)) == b"secret key"
-    assert ascii_form(Literal("\u017fecret", False)) is None  # cased: never in ASCII text
-    assert ascii_form(Literal("caf\u00e9", True)) is None
-    assert ascii_form(Literal("\u202e", True)) is None
-    # RE2 agrees: the folded forms match ASCII text, the others cannot.
+    assert literal_bytes(Literal("\u017fecret \u212aey", True)) == b"secret key"
+    assert literal_bytes(Literal("\u017fecret", False)) == "\u017fecret".encode()  # cased: as written
+    assert literal_bytes(Literal("caf\u00e9", True)) == "caf\u00e9".encode()
+    assert fold("\u017fecret \u212aey caf\u00e9") == "secret key caf\u00e9"
+    # RE2 agrees that the folded forms are the same letters.
     assert re2.search("(?i:\u017fecret \u212aey)", "SECRET KEY") is not None
-    assert re2.search("(?i:caf\u00e9)", "CAFE") is None
+    assert re2.search("(?i:secret)", "\u017fECRET") is not None
+
+
+def test_unicode_exactness() -> None:
+    def unicode(*literals: Literal) -> bool:
+        scan = scanner(list(literals))
+        assert scan is not None
+        return scan.unicode
+
+    assert unicode(Literal("secret", True), Literal("\u202e", True), Literal("\U000e0041", False))
+    assert unicode(Literal("\u017fecret", True))  # folds to ASCII, as the text does
+    assert not unicode(Literal("caf\u00e9", True))  # would need Unicode case folding
+    assert not unicode(Literal("\u017fecret", False))  # folded text has no long s left
+    assert unicode(Literal("caf\u00e9", False))
 
 
 def test_only_ascii_case_folding_maps_to_ascii_letters() -> None:
@@ -50,17 +63,17 @@ def test_only_ascii_case_folding_maps_to_ascii_letters() -> None:
 
 
 def test_no_scanner_without_literals() -> None:
-    assert ascii_scanner([Literal("a", True), None]) is None  # one atom is not a literal
-    assert ascii_scanner([Literal("", True)]) is None  # an empty literal matches everywhere
-    assert ascii_scanner([]) is None
-    scan = ascii_scanner([Literal("\u00e9t\u00e9", True)])
-    assert scan is not None and scan(b"ete ETE") == []  # no literal can occur in ASCII text
+    assert scanner([Literal("a", True), None]) is None  # one atom is not a literal
+    assert scanner([Literal("", True)]) is None  # an empty literal matches everywhere
+    assert scanner([]) is None
+    scan = scanner([Literal("\u00e9t\u00e9", True)])
+    assert scan is not None and scan(b"ete ETE") == []  # cannot occur in ASCII text
 
 
 def test_disabled_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TELLTALE_HYPERSCAN", "0")
     assert not literal_scan.enabled()
-    assert ascii_scanner([Literal("a", True)]) is None
+    assert scanner([Literal("a", True)]) is None
 
 
 WORDS = ["secret", "SECRET", "key", "KeY", "api", "curl", "sh", "|", " ", "\n", "token", "tok", "en", "-", "_",
@@ -74,7 +87,7 @@ LITERALS = [Literal(w, c) for w in ["secret", "key", "api", "token", ".env", "ig
 def test_scanner_finds_exactly_what_the_re2_set_finds_in_ascii_text(parts: list[str]) -> None:
     data = "".join(parts).encode("ascii")
     patterns = [re2.escape(lit.text) if not lit.caseless else f"(?i:{re2.escape(lit.text)})" for lit in LITERALS]
-    scan = ascii_scanner(LITERALS)
+    scan = scanner(LITERALS)
     assert scan is not None
     assert set(scan(data)) == _re2_found(_set(patterns), data)
     assert len(scan(data)) == len(set(scan(data)))  # each literal once per call
@@ -97,7 +110,7 @@ def test_default_pack_fields_screen_a_superset_of_the_re2_chunk_set() -> None:
     for fid, fx in enumerate(engine._fields):
         if fx is None or fx.set is None:
             continue
-        scan = ascii_scanner(fx.literals)
+        scan = scanner(fx.literals)
         assert scan is not None, FIELD_ATTRS[fid]  # every default atom is a literal
         assert fx.chunk_match is not None
         exact = set(fx.chunk_match(data) or ())
@@ -107,3 +120,26 @@ def test_default_pack_fields_screen_a_superset_of_the_re2_chunk_set() -> None:
         assert found - exact <= anchored, FIELD_ATTRS[fid]
         checked += 1
     assert checked >= 6
+
+
+UNICODE_WORDS = [*WORDS, "\u017f", "\u212a", "\u017fecret", "\u212aEY", "caf\u00e9", "CAF\u00c9", "\u202e",
+                 "\U000e0041", "\u00e9", "\u0131", "\u0130", "\ud800", "\u00df", "\u1e9e"]
+UNICODE_LITERALS = [*LITERALS, Literal("\u202e", True), Literal("\U000e0041\U000e0042", True),
+                    Literal("\u017fecret", True), Literal("caf\u00e9", False), Literal("\u00df", False)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.sampled_from(UNICODE_WORDS) | st.text(max_size=6), max_size=30))
+def test_scanner_finds_what_the_re2_set_finds_in_folded_text(parts: list[str]) -> None:
+    text = "".join(parts)
+    patterns = [re2.escape(lit.text) if not lit.caseless else f"(?i:{re2.escape(lit.text)})"
+                for lit in UNICODE_LITERALS]
+    scan = scanner(UNICODE_LITERALS)
+    assert scan is not None and scan.unicode
+    exact = _re2_found(_set(patterns), text.encode("utf-8", "surrogatepass"))
+    found = set(scan(fold(text).encode("utf-8", "surrogatepass")))
+    assert exact <= found
+    if fold(text) == text:
+        assert found == exact
+    else:  # a cased ASCII literal also finds a folded long s or Kelvin sign: more, never less
+        assert all(not UNICODE_LITERALS[i].caseless for i in found - exact)

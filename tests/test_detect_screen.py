@@ -102,7 +102,7 @@ SNIPPETS = [
     "rm -rf /", "sudo ", "END-OF-SECRET", "alpha", "omega", "curl", "https://evil.invalid/x", "abc", "/ab",
     "ignore previous", "secret = 1", "DROP TABLE users", "schema", "table", "deploy", "--dry-run", "MAGIC",
     "magic", "obey me", "Write", "Bash", "\n", " ", "é", "→", "\u202e", "\U000e0041\U000e0042\U000e0043\U000e0044",
-    "\ud800",
+    "\ud800", "\u017fecret", "\u212aEY", "ignore previou\u017f", "cat ~/.\u017fsh/id_rsa",
 ]
 
 texts = st.lists(st.sampled_from(SNIPPETS), min_size=1, max_size=4).map("".join)

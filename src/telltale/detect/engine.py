@@ -265,7 +265,7 @@ class _FieldIndex:
     def __init__(self) -> None:
         self.patterns: list[str] = []
         self.chunk_patterns: list[str] = []
-        #: Each atom as a literal (``None``: not one), for :func:`literal_scan.ascii_scanner`.
+        #: Each atom as a literal (``None``: not one), for :func:`literal_scan.scanner`.
         self.literals: list[Literal | None] = []
         self.by_pattern: dict[str, int] = {}
         self.triggers: dict[int, list[int]] = {}
@@ -274,8 +274,9 @@ class _FieldIndex:
         self.match: Callable[[bytes], list[int] | None] | None = None
         #: The Set of ``chunk_patterns`` (same atom indices); ``match`` when they are equal.
         self.chunk_match: Callable[[bytes], list[int] | None] | None = None
-        #: ``chunk_match`` for ASCII chunks: Hyperscan when every atom is a literal.
-        self.ascii_chunk_match: Callable[[bytes], list[int] | None] | None = None
+        #: The Hyperscan form of ``chunk_match`` (``None``: an atom is not a literal, or no
+        #: Hyperscan). It scans ASCII chunks, and others too when ``scanner.unicode``.
+        self.scanner: literal_scan.Scanner | None = None
         #: Scanned for every observation (it can make rules candidates); else only on demand.
         self.eager = False
         #: Trigger atom -> this field's matchers of each selection it triggers (see :meth:`opens`).
@@ -325,7 +326,7 @@ class _FieldIndex:
             chunk_set.Compile()
             self._chunk_set = chunk_set
             self.chunk_match = _set_matcher(chunk_set)
-        self.ascii_chunk_match = literal_scan.ascii_scanner(self.literals) or self.chunk_match
+        self.scanner = literal_scan.scanner(self.literals)
 
     def opens(self, found: list[int]) -> bool:
         """Whether this field's Set result lets a selection it triggers match.
@@ -902,6 +903,7 @@ class DetectionEngine:
             else:
                 group.append(i)
         pending: dict[int, tuple[list[int], list[str]]] = {}
+        fields = self._fields
         for kind, indices in groups.items():
             if not probes[kind]:
                 continue
@@ -920,8 +922,18 @@ class DetectionEngine:
                     for i in which:
                         suspects[i] = 1
                     continue
+                index = fields[fid]
+                scanner = index.scanner if index is not None else None
                 if max(map(len, texts)) > CHUNK_VALUE_CHARS:
                     short = list(map(CHUNK_VALUE_CHARS.__ge__, map(len, texts)))
+                    if scanner is not None:
+                        # An ASCII value joins in its cut form (its characters are its bytes):
+                        # the literal scanner reads a long value ~3x faster than the Set does.
+                        for j in compress(range(len(texts)), map(not_, short)):
+                            value = texts[j]
+                            if value.isascii():
+                                texts[j] = value[:FIELD_LIMIT]
+                                short[j] = True
                     for i in compress(which, map(not_, short)):
                         suspects[i] = 1
                     which = list(compress(which, short))
@@ -935,8 +947,10 @@ class DetectionEngine:
                     ascii_ = list(map(str.isascii, texts))
                     _queue(pending, fid, list(compress(which, ascii_)), list(compress(texts, ascii_)))
                     wide = list(map(not_, ascii_))
-                    _queue(pending, -1 - fid, list(compress(which, wide)), list(compress(texts, wide)))
-        fields = self._fields
+                    wide_texts = list(compress(texts, wide))
+                    if scanner is not None and scanner.unicode:
+                        wide_texts = list(map(literal_scan.fold, wide_texts))
+                    _queue(pending, -1 - fid, list(compress(which, wide)), wide_texts)
         ends = {key: list(accumulate(map(len, queue[1]))) for key, queue in pending.items()}
         for key in sorted(pending, key=lambda k: ends[k][-1]):
             indices, texts = pending[key]
@@ -949,7 +963,8 @@ class DetectionEngine:
                 ends[key] = list(accumulate(map(len, texts)))
             fx = fields[key if key >= 0 else -1 - key]
             assert fx is not None
-            match = fx.ascii_chunk_match if key >= 0 else fx.chunk_match
+            scanner = fx.scanner
+            match = scanner if scanner is not None and (key >= 0 or scanner.unicode) else fx.chunk_match
             assert match is not None
             self._screen_field(fx, match, indices, texts, ends[key], suspects)
         return kinds, suspects

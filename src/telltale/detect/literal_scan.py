@@ -1,4 +1,4 @@
-"""Multi-literal scanning of ASCII text with Hyperscan: the batch screen's fast path.
+"""Multi-literal scanning with Hyperscan: the batch screen's fast path.
 
 The screen (``DetectionEngine._screen``) scans ~100 MB of message, argument and result
 text per 200 MB of transcript for the atoms of each field. Every atom is a literal (a
@@ -6,21 +6,24 @@ rule value, or a literal a regex requires), so a SIMD literal matcher can do RE2
 job there: Hyperscan reads the joined values at ~1.4 GB/s where the Set's DFA does
 ~0.5 GB/s on the same chunks (``bench/bench_detect.py``).
 
-It is used for ASCII text only, where it is exact:
+What it finds must include everything the RE2 Set finds (the screen may over-report:
+a chunk wrongly thought to hold a match only makes suspects, which are checked one by
+one on the exact per-value path; it must never under-report):
 
-* a caseless atom (``(?i:...)`` in RE2) is matched with ASCII case folding. On ASCII
-  text that is what RE2's Unicode folding does too: the only non-ASCII code points that
-  fold to an ASCII letter are U+017F (long s) and U+212A (Kelvin sign), which the
-  literal takes in their ASCII form; any other non-ASCII literal cannot match ASCII
-  text and is left out;
-* a cased atom is matched byte for byte (a non-ASCII one cannot match and is left out);
+* a caseless atom (``(?i:...)`` in RE2) is matched with ASCII case folding, which is
+  RE2's Unicode folding as far as ASCII letters go, but for two code points that fold to
+  ASCII letters: U+017F (long s) and U+212A (Kelvin sign). The literal takes them in
+  their ASCII form, and text that is not ASCII is given to :func:`fold` first, which
+  does the same to the text;
+* a non-ASCII character is matched byte for byte (UTF-8 is self-synchronising, so a
+  byte match is a character match). A caseless atom with a non-ASCII character that has
+  other cases (``café``) would need Unicode folding: such a field is scanned this way on
+  ASCII text only, where that atom cannot occur for RE2 either (:attr:`Scanner.unicode`);
 * an atom anchored at a line's start or end (``equals``, ``startswith``, ``endswith``)
-  is matched anywhere: a superset of its hits. The screen tolerates a superset (a
-  chunk it wrongly thinks may hold a match only makes suspects, which are checked one
-  by one on the exact per-value path); it must never miss one, and it does not.
+  is matched anywhere: a superset of its hits.
 
-Non-ASCII chunks, and every field when Hyperscan is missing or disabled
-(``TELLTALE_HYPERSCAN=0``), keep the RE2 Set. Matching is linear in the input either way.
+Without Hyperscan, or with ``TELLTALE_HYPERSCAN=0``, the RE2 Set does it all. Matching
+is linear in the input either way.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ except ImportError:  # pragma: no cover - depends on the platform's wheels
     _hs = None
 
 #: Non-ASCII code points whose case fold is an ASCII letter (RE2's case-fold orbits).
-_ASCII_FOLDS = {"\u017f": "s", "\u212a": "k"}
+_FOLD = str.maketrans({"\u017f": "s", "\u212a": "k"})
 
 
 class Literal(NamedTuple):
@@ -52,20 +55,39 @@ def enabled() -> bool:
     return _hs is not None and os.environ.get("TELLTALE_HYPERSCAN", "1") != "0"
 
 
-def ascii_form(literal: Literal) -> bytes | None:
-    """The bytes that find ``literal`` in ASCII text, or ``None`` when it cannot occur there."""
+def literal_bytes(literal: Literal) -> bytes:
+    """The bytes Hyperscan looks for (a caseless literal with its ASCII-folding code points
+    in ASCII form, as :func:`fold` leaves the text)."""
     text = literal.text
-    if not text.isascii():
-        if not literal.caseless:
-            return None
-        text = "".join(_ASCII_FOLDS.get(c, c) for c in text)
-        if not text.isascii():
-            return None
-    return text.encode("ascii")
+    if literal.caseless and not text.isascii():
+        text = text.translate(_FOLD)
+    return text.encode("utf-8", "surrogatepass")
 
 
-def ascii_scanner(literals: Sequence[Literal | None]) -> Callable[[bytes], list[int]] | None:
-    """``data -> indices of the literals found in it`` for ASCII ``data``, each index once.
+def _exact_beyond_ascii(literal: Literal) -> bool:
+    """Whether ASCII folding finds this literal wherever RE2 does, in any (folded) text."""
+    if literal.text.isascii():
+        return True
+    if not literal.caseless:  # folded text has no long s or Kelvin sign left to match
+        return not any(c in "\u017f\u212a" for c in literal.text)
+    return all(c.isascii() or c.lower() == c.upper() == c.casefold() == c for c in literal.text.translate(_FOLD))
+
+
+def fold(text: str) -> str:
+    """Non-ASCII text as the scanner must see it (see the module docstring).
+
+    Two ``replace`` calls, each after a fast ``in``: ``str.translate`` maps non-ASCII
+    text one character at a time through a dict, ~40x slower on a large result.
+    """
+    if "\u017f" in text:
+        text = text.replace("\u017f", "s")
+    if "\u212a" in text:
+        text = text.replace("\u212a", "k")
+    return text
+
+
+def scanner(literals: Sequence[Literal | None]) -> Scanner | None:
+    """A scanner of these literals (``found`` are their indices, each once per call).
 
     ``None`` when Hyperscan is not available, or when an atom is not a literal (``None``
     in ``literals``) or is empty: the caller keeps its RE2 Set then.
@@ -73,37 +95,31 @@ def ascii_scanner(literals: Sequence[Literal | None]) -> Callable[[bytes], list[
     if not enabled() or not literals:
         return None
     expressions: list[bytes] = []
-    ids: list[int] = []
     flags: list[int] = []
-    for index, literal in enumerate(literals):
+    unicode = True
+    for literal in literals:
         if literal is None or not literal.text:
             return None
-        form = ascii_form(literal)
-        if form is None:
-            continue
-        expressions.append(form)
-        ids.append(index)
+        expressions.append(literal_bytes(literal))
         flags.append(_hs.HS_FLAG_SINGLEMATCH | (_hs.HS_FLAG_CASELESS if literal.caseless else 0))
-    if not expressions:
-        return _nothing
+        unicode = unicode and _exact_beyond_ascii(literal)
     database = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+    ids = list(range(len(expressions)))
     database.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags, literal=True)
-    return _Scanner(database)
+    return Scanner(database, unicode)
 
 
-def _nothing(_data: bytes) -> list[int]:
-    return []
-
-
-class _Scanner:
+class Scanner:
     """A compiled literal database, with a scratch space per thread (Hyperscan refuses
     one scratch in two scans at once)."""
 
-    __slots__ = ("_database", "_local")
+    __slots__ = ("_database", "_local", "unicode")
 
-    def __init__(self, database: Any) -> None:
+    def __init__(self, database: Any, unicode: bool) -> None:
         self._database = database
         self._local = threading.local()
+        #: Exact on any text given through :func:`fold`, not only on ASCII text.
+        self.unicode = unicode
 
     def __call__(self, data: bytes) -> list[int]:
         scratch = getattr(self._local, "scratch", None)
