@@ -143,3 +143,17 @@ def test_scanner_finds_what_the_re2_set_finds_in_folded_text(parts: list[str]) -
         assert found == exact
     else:  # a cased ASCII literal also finds a folded long s or Kelvin sign: more, never less
         assert all(not UNICODE_LITERALS[i].caseless for i in found - exact)
+
+
+def test_a_database_hyperscan_refuses_leaves_the_re2_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hyperscan
+
+    class Refusing:
+        def __init__(self, **_kw: object) -> None:
+            pass
+
+        def compile(self, **_kw: object) -> None:
+            raise hyperscan.error("pattern too large")
+
+    monkeypatch.setattr(hyperscan, "Database", Refusing)
+    assert scanner([Literal("secret", True)]) is None

@@ -105,7 +105,10 @@ def scanner(literals: Sequence[Literal | None]) -> Scanner | None:
         unicode = unicode and _exact_beyond_ascii(literal)
     database = _hs.Database(mode=_hs.HS_MODE_BLOCK)
     ids = list(range(len(expressions)))
-    database.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags, literal=True)
+    try:
+        database.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags, literal=True)
+    except _hs.error:  # a database Hyperscan will not build (size limits): the Set still works
+        return None
     return Scanner(database, unicode)
 
 
