@@ -10,10 +10,11 @@ mapping and encoding on one thread; a second thread only waits for write and fsy
 * peak RSS of a scan of one large transcript (``--big-mb``, default 1000; Claude Code only).
 
 The tree is read once before timing so every figure is CPU-bound, not disk-bound. Each
-cold scan runs ``--repeat`` times into a fresh output directory; the best run is the
-figure (the least disturbed by other work on the machine) and the median is shown next
-to it. ``scan`` figures are the scan's own ``duration_s`` (discovery to last commit);
-``wall`` adds interpreter start-up and imports.
+cold scan runs ``--repeat`` times into a fresh output directory, the runs with and
+without detection alternating; the best run is the figure (the least disturbed by other
+work on the machine) and the median is shown next to it. ``scan`` figures are the
+scan's own ``duration_s`` (discovery to last commit); ``wall`` adds interpreter start-up
+and imports.
 
     python bench/bench_scan.py [--agent claude|codex] [--size-mb 200] [--repeat 3]
                                [--big-mb 1000] [--skip-big] [--work DIR]
@@ -149,11 +150,25 @@ def main() -> int:
     base = min(plain_decode(files) for _ in range(2))
     print(f"plain msgspec decode: {base:.2f}s CPU = {mb / base:.0f} MB/s")
 
+    # The two configurations alternate (A, B, A, B, ...): the host's speed drifts, and
+    # runs of one after all runs of the other would put the drift into the detection cost.
+    configs = (("no detection", ("--no-detect",)), ("default rules", ()))
+    runs: dict[str, tuple[list[float], list[float], list[float]]] = {label: ([], [], []) for label, _ in configs}
+    summaries: dict[str, dict[str, object]] = {}
+    for _ in range(args.repeat):
+        for label, extra in configs:
+            out = args.work / f"out-{args.agent}-{label.replace(' ', '-')}"
+            inner_one, walls_one, cpus_one, summaries[label] = cold_scans(home, out, 1, *extra)
+            for series, value in zip(runs[label], (inner_one[0], walls_one[0], cpus_one[0]), strict=True):
+                series.append(value)
+    medians: dict[str, float] = {}
     no_detect = 0.0
-    for label, extra in (("no detection", ("--no-detect",)), ("default rules", ())):
+    for label, extra in configs:
         out = args.work / f"out-{args.agent}-{label.replace(' ', '-')}"
-        inner, walls, cpus, summary = cold_scans(home, out, args.repeat, *extra)
+        inner, walls, cpus = runs[label]
+        summary = summaries[label]
         best = min(inner)
+        medians[label] = statistics.median(inner)
         print(
             f"cold scan ({label}): best {best:.2f}s = {mb / best:.0f} MB/s (median {statistics.median(inner):.2f}s"
             f" = {mb / statistics.median(inner):.0f} MB/s, {args.repeat} runs); ratio to plain decode "
@@ -163,8 +178,10 @@ def main() -> int:
         if label == "no detection":
             no_detect = best
         else:
+            plain = medians["no detection"]
             print(f"detection cost: +{best - no_detect:.2f}s = +{100 * (best - no_detect) / no_detect:.0f}% "
-                  f"of the cold scan without detection (best runs)")
+                  f"of the cold scan without detection (best runs); "
+                  f"+{100 * (medians[label] - plain) / plain:.0f}% (medians of interleaved runs)")
         summary2, wall2, _ = scan(home, out, *extra)
         inner2 = float(summary2["duration_s"])  # type: ignore[arg-type]
         print(
