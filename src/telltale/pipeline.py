@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import msgspec
 
 from telltale.errors import SourceError, UsageError
-from telltale.events.activity import activity_line
+from telltale.events.activity import activity_lines
 from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now
 from telltale.events.health import operational_alert, scan_summary, scanner_error
 from telltale.model import Observation, Quarantine
@@ -437,7 +437,7 @@ class Scanner:
         content = self.options.content
         return (
             [o.observation_id for o in observations],
-            [activity_line(o, content=content, observed_at=observed) for o in observations],
+            activity_lines(observations, content, observed),
         )
 
     def _detect(

@@ -7,6 +7,7 @@ the content mode.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -261,8 +262,14 @@ def activity_event(obs: Observation, *, content: str, observed_at: str) -> dict[
 
 
 def activity_line(obs: Observation, *, content: str, observed_at: str) -> bytes:
-    """The encoded document of one observation (the scan's hot path)."""
+    """The encoded document of one observation."""
     return _encode(_activity(obs, content, observed_at))
+
+
+def activity_lines(observations: Sequence[Observation], content: str, observed_at: str) -> list[bytes]:
+    """The encoded documents of a batch of observations (the scan's hot loop)."""
+    encode, build = _encode, _activity
+    return [encode(build(obs, content, observed_at)) for obs in observations]
 
 
 def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
@@ -352,7 +359,7 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
                 if keep:
                     doc.url = {"full": _field(obs.url, FIELD_LIMIT, "url.full", truncated)}
                 tool["url_hash"] = value_hash(obs.url)
-            doc.message = f"tool_call {obs.tool_name or 'unknown'}"
+            doc.message = _tool_message("tool_call", obs.tool_name)
         else:
             if action == "other":
                 operation = None
@@ -370,7 +377,7 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
             if obs.interrupted:
                 tool["interrupted"] = True
                 event.outcome = "unknown"
-            doc.message = f"tool_result {obs.tool_name or 'unknown'}"
+            doc.message = _tool_message("tool_result", obs.tool_name)
         tt.tool = tool or None
     elif family is _MESSAGE:
         operation = _CHAT if action == "message" else None
@@ -411,7 +418,7 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
             conversation=ctx.conversation,
             agent=ctx.agent,
             provider=_named(provider) if provider else None,
-            request={"model": model} if model else None,
+            request=_model_request(model) if model else None,
             operation=operation,
             tool=gen_tool,
             usage=usage,
@@ -425,3 +432,15 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
 def _named(name: str) -> dict[str, str]:
     """``{"name": name}``, shared: a scan meets a handful of providers."""
     return {"name": name}
+
+
+@lru_cache(maxsize=256)
+def _model_request(model: str) -> dict[str, str]:
+    """``{"model": model}``, shared: a scan meets a handful of models."""
+    return {"model": model}
+
+
+@lru_cache(maxsize=1024)
+def _tool_message(action: str, tool_name: str | None) -> str:
+    """The ``message`` of a tool event, shared: a scan meets a few dozen tool names."""
+    return f"{action} {tool_name or 'unknown'}"
