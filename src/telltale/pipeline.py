@@ -68,7 +68,8 @@ class SessionWindowLike(Protocol):
 class Detector(Protocol):
     """What the pipeline needs from the detection engine."""
 
-    rule_count: int
+    @property
+    def rule_count(self) -> int: ...
 
     def evaluate(self, observations: Sequence[Observation], windows: MutableMapping[str, Any]) -> list[Any]: ...
 
@@ -291,6 +292,8 @@ class Scanner:
             if use_cursors and fp is not None and fingerprints.get(key) == fp:
                 report.status = "unchanged"
                 continue
+            if self.detector is not None and (prepare := getattr(self.detector, "prepare", None)) is not None:
+                prepare()  # a detector built on first use (LazyDetector): never inside a source's try
             cursor = self.state.cursor(source.kind, source.path) if (self.state and use_cursors) else None
             staged = _Window()  # this source's events, not yet in the window
             staged_cursor: bytes | None = None

@@ -107,6 +107,16 @@ def discovery_options(args: argparse.Namespace) -> DiscoveryOptions:
 def load_detector(args: argparse.Namespace) -> Detector | None:
     if getattr(args, "no_detect", False):
         return None
+    if not args.rules and not args.allowlist and not args.no_default_rules:
+        # Only the shipped pack: compiled when a changed source is about to be read.
+        from telltale.detect.lazy import LazyDetector
+
+        def build() -> Detector:
+            from telltale.detect.engine import DetectionEngine
+
+            return DetectionEngine.load()
+
+        return LazyDetector(build)
     from telltale.detect.engine import DetectionEngine
 
     engine = DetectionEngine.load(
