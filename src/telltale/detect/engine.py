@@ -37,8 +37,8 @@ from telltale.detect.loader import (
     MatcherDef,
     Rule,
     RuleSet,
+    compile_rule_regex,
     load_rule_files,
-    re2_options,
     resolve_selector,
 )
 from telltale.detect.model import (
@@ -620,7 +620,7 @@ class DetectionEngine:
         out.all = m.all
         if m.op == "re":
             out.is_regex = True
-            out.regexes = tuple(re2.compile(v, re2_options(m.cased)) for v in m.values)
+            out.regexes = tuple(compile_rule_regex(v, m.cased) for v in m.values)
             out.searchers = tuple(_searcher(rx) for rx in out.regexes)
             out.regex_atoms = tuple(_prefilter_atoms(fx, v) for v in m.values)
             out.regex_factors = tuple(_factor_atoms(fx, v) for v in m.values)

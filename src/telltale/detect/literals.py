@@ -354,6 +354,17 @@ def _nonempty(run: frozenset[str] | None) -> frozenset[str] | None:
     return run
 
 
+@lru_cache(maxsize=512)
+def _parsed(pattern: str) -> _Atom | None:
+    """``pattern`` parsed once for both analyses below (``None``: not understood)."""
+    parser = _Parser(pattern)
+    try:
+        atom = parser.parse_alternation()
+    except (_Unsupported, IndexError, ValueError):
+        return None
+    return atom if parser.i == len(pattern) else None
+
+
 @lru_cache(maxsize=4096)
 def required_literals(pattern: str) -> frozenset[str] | None:
     """A set of strings one of which every match of ``pattern`` contains, or ``None``.
@@ -361,12 +372,8 @@ def required_literals(pattern: str) -> frozenset[str] | None:
     ``None`` means no useful prefilter exists (every member must be at least
     :data:`MIN_BYTES` UTF-8 bytes long).
     """
-    parser = _Parser(pattern)
-    try:
-        atom = parser.parse_alternation()
-        if parser.i != len(pattern):
-            return None
-    except (_Unsupported, IndexError, ValueError):
+    atom = _parsed(pattern)
+    if atom is None:
         return None
     factor = atom.required
     if atom.exact is not None and "" not in atom.exact:
@@ -387,12 +394,8 @@ def required_factors(pattern: str) -> tuple[frozenset[str], ...]:
     :data:`MIN_BYTES` UTF-8 bytes long. ``()`` means none is known. The engine uses them
     to skip a regex whose factors did not all occur.
     """
-    parser = _Parser(pattern)
-    try:
-        atom = parser.parse_alternation()
-        if parser.i != len(pattern):
-            return ()
-    except (_Unsupported, IndexError, ValueError):
+    atom = _parsed(pattern)
+    if atom is None:
         return ()
     out = [f for f in _all_factors(atom) if min(_bytes(s) for s in f) >= MIN_BYTES]
     first = required_literals(pattern)

@@ -7,6 +7,7 @@ values; :meth:`RuleSet.raise_for_errors` turns the errors into one ``ConfigError
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -262,7 +263,7 @@ def parse_selection(
         if op == "re":
             for pattern in values:
                 try:
-                    re2.compile(pattern, _re2_options(cased))
+                    compile_rule_regex(pattern, cased)
                 except re2.error as exc:
                     add(loc, f"invalid RE2 regex: {str(exc)[:200]}", "error")
                     ok = False
@@ -287,9 +288,11 @@ def _re2_options(cased: bool) -> Any:
     return options
 
 
-def re2_options(cased: bool) -> Any:
-    """RE2 options for a rule regex: case-insensitive unless ``|cased``."""
-    return _re2_options(cased)
+@functools.lru_cache(maxsize=2048)
+def compile_rule_regex(pattern: str, cased: bool) -> Any:
+    """A rule regex compiled once for validation and the engine alike (RE2 objects are
+    immutable and safe to share). Raises ``re2.error``."""
+    return re2.compile(pattern, _re2_options(cased))
 
 
 def _case_issue(case: StepCase) -> str | None:
