@@ -76,6 +76,10 @@ def _better(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str
     return b if _strength(b) > _strength(a) else a
 
 
+#: Characters with a meaning of their own in a pattern (everything else is itself).
+_SPECIAL = frozenset("\\[]()|^$.*+?{}")
+
+
 class _Parser:
     def __init__(self, pattern: str) -> None:
         self.p = pattern
@@ -123,7 +127,26 @@ class _Parser:
         # Every item that must occur contributes its factors: a match of the sequence
         # contains a match of each such item.
         factors: list[frozenset[str]] = []
-        while self.i < len(self.p) and self.peek() not in "|)":
+        p, n = self.p, len(self.p)
+        while self.i < n and p[self.i] not in "|)":
+            # A run of ordinary characters is taken at once (its last character is left
+            # to the general path when a quantifier follows): the same as one at a time.
+            end = self.i
+            while end < n and p[end] not in _SPECIAL:
+                end += 1
+            if end < n and p[end] in "*+?{":
+                end -= 1
+            if end - self.i >= 2:
+                text = p[self.i : end]
+                self.i = end
+                if run is not None and len(run) <= MAX_SET:
+                    run = frozenset(a + text for a in run)
+                else:
+                    best = _better(best, _nonempty(run))
+                    _add(factors, _nonempty(run))
+                    run = frozenset({text})
+                    all_exact = False
+                continue
             atom = self.parse_atom()
             lo, hi = self.parse_quantifier()
             if atom.zero_width:
