@@ -157,3 +157,9 @@ def test_a_database_hyperscan_refuses_leaves_the_re2_set(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(hyperscan, "Database", Refusing)
     assert scanner([Literal("secret", True)]) is None
+
+
+def test_a_literal_with_a_nul_leaves_the_re2_set() -> None:
+    """python-hyperscan passes literals as C strings: ``e\\x00PAYLOAD`` would be ``e``."""
+    assert scanner([Literal("needle\x00x", False)]) is None
+    assert scanner([Literal("\x00abc", True), Literal("abc", True)]) is None

@@ -360,3 +360,18 @@ def test_gates_keep_a_common_word_from_making_candidates() -> None:
     assert fx.opens(found) is False
     dropped = fx.match(b'{"sql": "DROP SCHEMA app"}')
     assert dropped and fx.opens(dropped) is True
+
+
+def test_a_rule_literal_with_a_nul_or_a_surrogate_loads_and_matches_exactly() -> None:
+    pack = load_rule_text(
+        "rules:\n"
+        "  - {id: t.nul, title: t, category: test, score: 30, match: {tool_result|re: 'e\\x00PAYLOAD'}}\n"
+        "  - {id: t.sur, title: t, category: test, score: 30, match: {command|re: '\\x{D800}abc'}}\n",
+        "odd.yaml",
+    )
+    engine = DetectionEngine(pack)
+    batch = [_result(i, f"ordinary output {i} with the letter e") for i in range(300)]
+    batch.append(_result(300, "here e\x00PAYLOAD is"))
+    _kinds, suspects = engine._screen(batch)
+    assert sum(suspects) <= 1  # the screen is not flooded by a literal cut at its NUL
+    assert [d.rule_id for d in engine.evaluate(batch, {})] == ["t.nul"]

@@ -90,7 +90,7 @@ def scanner(literals: Sequence[Literal | None]) -> Scanner | None:
     """A scanner of these literals (``found`` are their indices, each once per call).
 
     ``None`` when Hyperscan is not available, or when an atom is not a literal (``None``
-    in ``literals``) or is empty: the caller keeps its RE2 Set then.
+    in ``literals``), is empty or holds a NUL: the caller keeps its RE2 Set then.
     """
     if not enabled() or not literals:
         return None
@@ -100,7 +100,10 @@ def scanner(literals: Sequence[Literal | None]) -> Scanner | None:
     for literal in literals:
         if literal is None or not literal.text:
             return None
-        expressions.append(literal_bytes(literal))
+        data = literal_bytes(literal)
+        if b"\x00" in data:  # the binding passes literals as C strings: a NUL would end it
+            return None
+        expressions.append(data)
         flags.append(_hs.HS_FLAG_SINGLEMATCH | (_hs.HS_FLAG_CASELESS if literal.caseless else 0))
         unicode = unicode and _exact_beyond_ascii(literal)
     database = _hs.Database(mode=_hs.HS_MODE_BLOCK)

@@ -49,6 +49,17 @@ def _bytes(value: str) -> int:
     return len(value.encode("utf-8", "surrogatepass"))
 
 
+def _encodable(factor: frozenset[str]) -> bool:
+    """No lone surrogate (``\\x{D800}``): such a literal cannot be put in a Set pattern,
+    so it is no prefilter (the regex then runs without one)."""
+    try:
+        for s in factor:
+            s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _strength(factor: frozenset[str]) -> tuple[int, int]:
     return (min(_bytes(s) for s in factor), -len(factor))
 
@@ -403,7 +414,7 @@ def required_literals(pattern: str) -> frozenset[str] | None:
         factor = _better(factor, atom.exact)
     if not factor or "" in factor:
         return None
-    if min(_bytes(s) for s in factor) < MIN_BYTES:
+    if min(_bytes(s) for s in factor) < MIN_BYTES or not _encodable(factor):
         return None
     return factor
 
@@ -420,7 +431,7 @@ def required_factors(pattern: str) -> tuple[frozenset[str], ...]:
     atom = _parsed(pattern)
     if atom is None:
         return ()
-    out = [f for f in _all_factors(atom) if min(_bytes(s) for s in f) >= MIN_BYTES]
+    out = [f for f in _all_factors(atom) if min(_bytes(s) for s in f) >= MIN_BYTES and _encodable(f)]
     first = required_literals(pattern)
     if first is not None:
         out = [first, *(f for f in out if f != first)]
