@@ -248,11 +248,36 @@ def encode_arguments(
     # A document of at most STRING_BOUND bytes holds no string (key or leaf) over any bound,
     # and one with fewer brackets than MAX_ARGUMENT_DEPTH nests no deeper: only a document
     # that could fail pays for the walk, which raises exactly what it always raised.
-    if encoded is None or len(encoded) > STRING_BOUND or encoded.count(b"{") + encoded.count(b"[") > MAX_ARGUMENT_DEPTH:
+    if (
+        encoded is None
+        or len(encoded) > STRING_BOUND
+        or (not _flat(arguments) and encoded.count(b"{") + encoded.count(b"[") > MAX_ARGUMENT_DEPTH)
+    ):
         _check_leaves(arguments, "arguments", frozenset(authored_keys), 0)
         if encoded is None:
             encoded = _json_encoder.encode(arguments)
     return encoded.decode("utf-8")
+
+
+#: Scalar types of decoded JSON.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat(value: Any) -> bool:
+    """A dict or list of scalars: one level deep, far within the depth bound (most tool
+    arguments are; a loop over a few values costs less than counting brackets, and less
+    than ``all()`` over a generator)."""
+    items: Iterable[Any]
+    if value.__class__ is dict:
+        items = value.values()
+    elif value.__class__ is list:
+        items = value
+    else:
+        return False
+    for item in items:  # noqa: SIM110
+        if item.__class__ not in _SCALARS:
+            return False
+    return True
 
 
 def _check_leaves(value: Any, path: str, authored: frozenset[str], depth: int) -> None:
