@@ -44,6 +44,25 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def scan_detections(home: Path, out: Path, detector: Any, *, window_bytes: int | None = None) -> list[str]:
+    """Scan ``home`` in-process into ``out`` with ``detector``; the rule ids of the
+    detection events in the log, sorted."""
+    from telltale.discovery import DiscoveryOptions, discover
+    from telltale.pipeline import Scanner, ScanOptions
+
+    sources = discover(DiscoveryOptions(root=str(home), env={})).sources
+    options = ScanOptions(log_path=str(out / "e.jsonl"), state_path=str(out / "s.sqlite"))
+    if window_bytes is not None:
+        options.window_bytes = window_bytes
+    scanner = Scanner(options, detector=detector)
+    try:
+        scanner.scan(sources)
+    finally:
+        scanner.close()
+    events = read_events(out / "e.jsonl")
+    return sorted(e["rule"]["id"] for e in events if e["event"]["dataset"] == "telltale.detection")
+
+
 def activity(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e["event"]["dataset"] in ("telltale.activity", "telltale.detection")]
 

@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from scan_helpers import read_events
+from scan_helpers import scan_detections
 from telltale.cli.common import load_detector
 from telltale.detect.engine import DetectionEngine
 from telltale.detect.lazy import LazyDetector
-from telltale.discovery import DiscoveryOptions, discover
 from telltale.errors import UsageError
-from telltale.pipeline import Detector, Scanner, ScanOptions
+from telltale.pipeline import Detector
 
 SESSION = "5f0c1a2e-7c3d-4e5f-8a9b-0000000001a2"
 
@@ -40,14 +39,7 @@ def _write(home: Path, commands: list[str]) -> None:
 
 
 def _scan(home: Path, out: Path, detector: Detector) -> list[str]:
-    sources = discover(DiscoveryOptions(root=str(home), env={})).sources
-    scanner = Scanner(ScanOptions(log_path=str(out / "e.jsonl"), state_path=str(out / "s.sqlite")), detector=detector)
-    try:
-        scanner.scan(sources)
-    finally:
-        scanner.close()
-    events = read_events(out / "e.jsonl")
-    return sorted(e["rule"]["id"] for e in events if e["event"]["dataset"] == "telltale.detection")
+    return scan_detections(home, out, detector)
 
 
 class Counting(LazyDetector):

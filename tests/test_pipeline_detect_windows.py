@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scan_helpers import read_events
+from scan_helpers import scan_detections
 from telltale.detect.engine import DetectionEngine
-from telltale.discovery import DiscoveryOptions, discover
-from telltale.pipeline import Scanner, ScanOptions
 from telltale.sources.registry import adapter_for
 
 SESSION = "5f0c1a2e-7c3d-4e5f-8a9b-00000000c0de"
@@ -35,17 +33,7 @@ def _write(home: Path, commands: list[str]) -> None:
 
 
 def _scan(home: Path, out: Path, window_bytes: int) -> list[str]:
-    sources = discover(DiscoveryOptions(root=str(home), env={})).sources
-    scanner = Scanner(
-        ScanOptions(log_path=str(out / "e.jsonl"), state_path=str(out / "s.sqlite"), window_bytes=window_bytes),
-        detector=DetectionEngine.load(),
-    )
-    try:
-        scanner.scan(sources)
-    finally:
-        scanner.close()
-    events = read_events(out / "e.jsonl")
-    return sorted(e["rule"]["id"] for e in events if e["event"]["dataset"] == "telltale.detection")
+    return scan_detections(home, out, DetectionEngine.load(), window_bytes=window_bytes)
 
 
 def test_sequence_spanning_write_windows_of_one_source_fires_once(
