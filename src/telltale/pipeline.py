@@ -71,6 +71,10 @@ class Detector(Protocol):
     @property
     def rule_count(self) -> int: ...
 
+    def prepare(self) -> object:
+        """Be ready to evaluate (a detector built on first use is built here)."""
+        ...
+
     def evaluate(self, observations: Sequence[Observation], windows: MutableMapping[str, Any]) -> list[Any]: ...
 
     def decode_window(self, data: bytes) -> Any: ...
@@ -292,8 +296,8 @@ class Scanner:
             if use_cursors and fp is not None and fingerprints.get(key) == fp:
                 report.status = "unchanged"
                 continue
-            if self.detector is not None and (prepare := getattr(self.detector, "prepare", None)) is not None:
-                prepare()  # a detector built on first use (LazyDetector): never inside a source's try
+            if self.detector is not None:
+                self.detector.prepare()  # a LazyDetector is built here, never inside a source's try
             cursor = self.state.cursor(source.kind, source.path) if (self.state and use_cursors) else None
             staged = _Window()  # this source's events, not yet in the window
             staged_cursor: bytes | None = None

@@ -274,8 +274,13 @@ class _FieldIndex:
         self.match: Callable[[bytes], list[int] | None] | None = None
         #: The Set of ``chunk_patterns`` (same atom indices); ``match`` when they are equal.
         self.chunk_match: Callable[[bytes], list[int] | None] | None = None
-        #: The Hyperscan form of ``chunk_match`` (``None``: an atom is not a literal, or no
-        #: Hyperscan). It scans ASCII chunks, and others too when ``scanner.unicode``.
+        #: What scans the joined values of the screen (see ``compile``): ASCII chunks, and
+        #: the others (given through ``literal_scan.fold`` when ``fold_wide``).
+        self.ascii_chunk_match: Callable[[bytes], list[int] | None] | None = None
+        self.wide_chunk_match: Callable[[bytes], list[int] | None] | None = None
+        self.fold_wide = False
+        #: The Hyperscan literal scanner of the atoms (``None``: not all literals, no
+        #: Hyperscan, or a field the screen never reads).
         self.scanner: literal_scan.Scanner | None = None
         #: Scanned for every observation (it can make rules candidates); else only on demand.
         self.eager = False
@@ -326,7 +331,12 @@ class _FieldIndex:
             chunk_set.Compile()
             self._chunk_set = chunk_set
             self.chunk_match = _set_matcher(chunk_set)
-        self.scanner = literal_scan.scanner(self.literals)
+        # The Hyperscan scanner stands in for the chunk Set on ASCII chunks, and on the
+        # others too when it is exact there (``Scanner.unicode``); only eager fields are screened.
+        scanner = self.scanner = literal_scan.scanner(self.literals) if self.eager else None
+        self.ascii_chunk_match = scanner or self.chunk_match
+        self.fold_wide = scanner is not None and scanner.unicode
+        self.wide_chunk_match = scanner if self.fold_wide else self.chunk_match
 
     def opens(self, found: list[int]) -> bool:
         """Whether this field's Set result lets a selection it triggers match.
@@ -601,6 +611,10 @@ class DetectionEngine:
         ruleset = load_rule_files(rule_files, include_default=include_default)
         ruleset.raise_for_errors()
         return cls(ruleset, load_allowlists(allowlist_files))
+
+    def prepare(self) -> DetectionEngine:
+        """Ready as built (the pipeline's hook for a detector built on first use)."""
+        return self
 
     @property
     def empty(self) -> bool:
@@ -922,11 +936,11 @@ class DetectionEngine:
                     for i in which:
                         suspects[i] = 1
                     continue
-                index = fields[fid]
-                scanner = index.scanner if index is not None else None
+                fx = fields[fid]
+                assert fx is not None
                 if max(map(len, texts)) > CHUNK_VALUE_CHARS:
                     short = list(map(CHUNK_VALUE_CHARS.__ge__, map(len, texts)))
-                    if scanner is not None:
+                    if fx.scanner is not None:
                         # An ASCII value joins in its cut form (its characters are its bytes):
                         # the literal scanner reads a long value ~3x faster than the Set does.
                         for j in compress(range(len(texts)), map(not_, short)):
@@ -948,7 +962,7 @@ class DetectionEngine:
                     _queue(pending, fid, list(compress(which, ascii_)), list(compress(texts, ascii_)))
                     wide = list(map(not_, ascii_))
                     wide_texts = list(compress(texts, wide))
-                    if scanner is not None and scanner.unicode:
+                    if fx.fold_wide:
                         wide_texts = list(map(literal_scan.fold, wide_texts))
                     _queue(pending, -1 - fid, list(compress(which, wide)), wide_texts)
         ends = {key: list(accumulate(map(len, queue[1]))) for key, queue in pending.items()}
@@ -963,8 +977,7 @@ class DetectionEngine:
                 ends[key] = list(accumulate(map(len, texts)))
             fx = fields[key if key >= 0 else -1 - key]
             assert fx is not None
-            scanner = fx.scanner
-            match = scanner if scanner is not None and (key >= 0 or scanner.unicode) else fx.chunk_match
+            match = fx.ascii_chunk_match if key >= 0 else fx.wide_chunk_match
             assert match is not None
             self._screen_field(fx, match, indices, texts, ends[key], suspects)
         return kinds, suspects

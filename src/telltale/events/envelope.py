@@ -65,13 +65,8 @@ def base_event(
     kind: str = "event",
     timestamp: str | None,
     observed_at: str,
-    with_host: bool = True,
 ) -> dict[str, Any]:
-    """A fresh envelope. ``timestamp`` is source time; without it, observed time is used.
-
-    ``with_host=False`` leaves out the constant host/user/observer fields, for callers that
-    embed their pre-encoded form (:func:`host_raw`).
-    """
+    """A fresh envelope. ``timestamp`` is source time; without it, observed time is used."""
     doc: dict[str, Any] = {
         "@timestamp": timestamp or observed_at,
         "event": {
@@ -87,8 +82,7 @@ def base_event(
             "time_source": "source" if timestamp else "observed",
         },
     }
-    if with_host:
-        doc.update(host_fields())
+    doc.update(host_fields())
     return doc
 
 
