@@ -97,3 +97,13 @@ def test_discovery_uses_os_environ_by_default(home: Path, monkeypatch: pytest.Mo
     monkeypatch.delenv("TELLTALE_PROJECT_CONFIG", raising=False)
     result = discover(DiscoveryOptions(platform="linux"))
     assert len(result.sources) == 4
+
+
+def test_every_missing_store_directory_is_a_pending_root(tmp_path: Path) -> None:
+    # Regression: only the last missing directory was kept (a stale loop variable).
+    home = tmp_path / "home"
+    home.mkdir()
+    result = discover(DiscoveryOptions(env={"HOME": str(home)}, platform="linux", clients=("claude", "codex")))
+    assert str(home / ".claude" / "projects") in result.pending_roots
+    assert str(home / ".codex" / "sessions") in result.pending_roots
+    assert str(home / ".codex" / "archived_sessions") in result.pending_roots

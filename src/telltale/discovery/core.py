@@ -18,6 +18,7 @@ import stat
 from collections.abc import Iterable, Sequence
 
 from telltale.discovery.api import DiscoveryIssue, DiscoveryOptions, DiscoveryResult, StoreRoot
+from telltale.discovery.editors import EDITORS, editor_user_dirs, resolve_below
 from telltale.discovery.fixtures import is_fixture_tree
 from telltale.discovery.opencode import OPENCODE_KIND, discover_environment, discover_explicit
 from telltale.discovery.projects import (
@@ -90,7 +91,7 @@ class _Collector:
             outcome = walk_store(probe, directory, targets)
             self.sources.extend(outcome.sources)
             if not outcome.present and probe.stat(directory) is None:
-                self.pending[key] = directory
+                self.pending[self.flavour.key(directory)] = directory
             if outcome.present:
                 self.add_root(
                     StoreRoot(
@@ -118,7 +119,7 @@ def _host_pairs(
     flavour = roots.flavour
     pairs: list[tuple[str, WalkTarget]] = []
     for spec in specs:
-        if spec.root_type is RootType.PROJECT_LOCAL or spec.kind == OPENCODE_KIND:
+        if spec.root_type in _NOT_HOST_PAIRS or spec.kind == OPENCODE_KIND:
             continue
         if spec.root_type is RootType.CODEX_HOME:
             base, found_by = roots.codex_home, roots.codex_home_found_by
@@ -139,10 +140,32 @@ def _host_pairs(
     return pairs
 
 
+#: Root types resolved by their own rules rather than :func:`_host_pairs`.
+_NOT_HOST_PAIRS = frozenset({RootType.PROJECT_LOCAL, RootType.EDITOR_USER})
+
+
+def _editor_pairs(
+    probe: Probe, specs: Sequence[SourceSpec], roots: RootSet, env: EnvView | None
+) -> list[tuple[str, WalkTarget]]:
+    """(directory, target) for every editor-user spec below every candidate editor ``User`` dir."""
+    wanted = [spec for spec in specs if spec.root_type is RootType.EDITOR_USER]
+    if not wanted:
+        return []
+    pairs: list[tuple[str, WalkTarget]] = []
+    for user_dir in editor_user_dirs(roots.flavour, env, roots.home, EDITORS):
+        for spec in wanted:
+            if spec.editors and user_dir.editor.id not in spec.editors:
+                continue
+            target = WalkTarget(spec=spec, root_type=RootType.EDITOR_USER, found_by=user_dir.found_by)
+            pairs.append((resolve_below(probe, user_dir.path, spec.relative_path), target))
+    return pairs
+
+
 def _discover_host(
     probe: Probe, collector: _Collector, specs: Sequence[SourceSpec], roots: RootSet, env: EnvView | None
 ) -> None:
     collector.walk_groups(probe, _host_pairs(specs, roots, env))
+    collector.walk_groups(probe, _editor_pairs(probe, specs, roots, env))
     for spec in specs:
         if spec.kind != OPENCODE_KIND:
             continue

@@ -15,6 +15,8 @@ class RootType(enum.StrEnum):
     CODEX_HOME = "codex_home"
     DATA_HOME = "data_home"
     PROJECT_LOCAL = "project_local"
+    #: Below a VS Code-family editor's ``User`` directory (see ``telltale.discovery.editors``).
+    EDITOR_USER = "editor_user"
 
 
 class StoreLayout(enum.StrEnum):
@@ -45,6 +47,9 @@ class SourceSpec(msgspec.Struct, frozen=True, kw_only=True):
     exclude_patterns: tuple[str, ...] = ()
     parent_dir: str | None = None
     description: str = ""
+    #: For ``EDITOR_USER`` stores: the editor ids searched (``telltale.discovery.editors``);
+    #: empty means every editor (an extension can be installed in any of them).
+    editors: tuple[str, ...] = ()
 
     def matches(self, name: str, parent: str | None = None) -> bool:
         if self.parent_dir is not None and parent != self.parent_dir:
