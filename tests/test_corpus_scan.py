@@ -52,6 +52,11 @@ def _build_home(corpus: Path, home: Path) -> None:
         dest = home / ".copilot" / "session-state" / path.parent.name / "events.jsonl"
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, dest)
+    for path in (corpus / "cursor").rglob("*.jsonl"):
+        rel = str(path).split("/projects/", 1)[1]
+        dest = home / ".cursor" / "projects" / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest)
     for path in (corpus / "opencode").rglob("opencode.db"):
         dest = home / ".local" / "share" / "opencode" / "opencode.db"
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -71,7 +76,7 @@ def test_corpus_scans_without_source_failure_and_detections_are_listed(tmp_path:
     summary = json.loads(proc.stdout)
     kinds = Counter(s["kind"] for s in summary["sources"])
     assert {"claude.projects", "codex.sessions", "qwen.projects", "openclaw.agents", "opencode.sqlite",
-            "copilot.session_state"} <= set(kinds)
+            "copilot.session_state", "cursor.agent_transcripts"} <= set(kinds)
     failed = [s for s in summary["sources"] if s["status"] == "error"]
     assert failed == [], failed
     assert summary["scanner_error_count"] == 0

@@ -31,6 +31,7 @@ FIXTURE_FILES = {
     "opencode.sqlite": "opencode/opencode.db",
     "copilot.process_log": "copilot/process-multi-session.log",
     "copilot.session_state": "copilot/session-state/s1/events.jsonl",
+    "cursor.agent_transcripts": "cursor/projects/p/agent-transcripts/c1/c1.jsonl",
 }
 
 
@@ -44,6 +45,7 @@ def test_FIX_5_markers_are_the_flattened_paths_except_data_home() -> None:
         "openclaw/agents",
         "copilot",
         "copilot/session-state",
+        "cursor/projects",
     }
 
 

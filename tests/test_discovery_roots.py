@@ -215,6 +215,7 @@ HOME_LAYOUT = [
     ".qwen/projects/p/chats/q1.jsonl",
     ".openclaw/agents/main/sessions/o1.jsonl",
     ".copilot/session-state/abc/events.jsonl",
+    ".cursor/projects/Users-me-app/agent-transcripts/c1/c1.jsonl",
 ]
 
 EXPECTED_HOME_KINDS = {
@@ -225,6 +226,7 @@ EXPECTED_HOME_KINDS = {
     ("qwen.projects", "home"),
     ("openclaw.agents", "home"),
     ("copilot.session_state", "home"),
+    ("cursor.agent_transcripts", "home"),
 }
 
 

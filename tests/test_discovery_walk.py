@@ -67,6 +67,7 @@ def test_REG_5_every_registered_kind_is_discoverable(home: Path) -> None:
         "opencode.sqlite": ".local/share/opencode/opencode.db",
         "copilot.process_log": "github/app/logs/copilot/process-1-2.log",
         "copilot.session_state": ".copilot/session-state/abc/events.jsonl",
+        "cursor.agent_transcripts": ".cursor/projects/Users-u-app/agent-transcripts/c1/c1.jsonl",
     }
     assert set(layout) == set(KINDS)
     for path in layout.values():

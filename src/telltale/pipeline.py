@@ -175,7 +175,7 @@ def stat_fingerprint(source: Source) -> str | None:
     except OSError:
         return None
     parts = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
-    if source.kind.endswith(".sqlite") or source.path.endswith((".db", ".sqlite")):
+    if source.kind.endswith(".sqlite") or source.path.endswith((".db", ".sqlite", ".vscdb")):
         try:
             wal = os.stat(source.path + "-wal", follow_symlinks=False)
             parts += [wal.st_ino, wal.st_size, wal.st_mtime_ns]
@@ -313,6 +313,8 @@ class Scanner:
                     report.observations += len(batch.observations)
                     if batch.partial:
                         report.status = "partial"
+                    if batch.revisit:
+                        fp = None  # read it again next time, changed or not
                     self._quarantine(report, batch.quarantined)
                     if not opts.dry_run and batch.observations:
                         staged.extend(*self._encode_observations(batch.observations))

@@ -118,15 +118,36 @@ class Probe:
         return entries
 
 
-def _copilot_session_state_layout(depth: int, name: str) -> bool:
+def _copilot_session_state_layout(dirs: tuple[str, ...], name: str) -> bool:
     # <id>/events.jsonl (current layout) or a flat <id>.jsonl (older releases); nothing deeper.
-    return depth == 1 or (depth == 2 and name == "events.jsonl")
+    return not dirs or (len(dirs) == 1 and name == "events.jsonl")
 
 
-#: Per-kind layout limits the SourceSpec patterns cannot express: (max depth, predicate).
-_LAYOUT_RULES: dict[str, tuple[int, Callable[[int, str], bool]]] = {
-    "copilot.session_state": (2, _copilot_session_state_layout),
-}
+@dataclass(frozen=True)
+class LayoutRule:
+    """Per-kind layout limits the SourceSpec patterns cannot express.
+
+    ``files(dirs, name)`` says whether a file ``name`` in the directory reached through
+    ``dirs`` (directory names below the store root) can be a source; ``enter(dirs, name)``
+    whether the walk descends into subdirectory ``name`` there (``None``: always).
+    """
+
+    max_depth: int
+    files: Callable[[tuple[str, ...], str], bool]
+    enter: Callable[[tuple[str, ...], str], bool] | None = None
+
+
+def _layout_rules() -> dict[str, LayoutRule]:
+    from telltale.sources.cursor import layout as cursor
+
+    return {
+        "copilot.session_state": LayoutRule(2, _copilot_session_state_layout),
+        cursor.TRANSCRIPT_KIND: LayoutRule(cursor.TRANSCRIPT_DEPTH, cursor.transcript_file, cursor.transcript_dir),
+    }
+
+
+#: Per-kind layout rules, by source kind.
+_LAYOUT_RULES: dict[str, LayoutRule] = _layout_rules()
 
 
 @dataclass(frozen=True)
@@ -142,20 +163,28 @@ class WalkTarget:
         if not self.spec.recursive:
             return 1
         rule = _LAYOUT_RULES.get(self.spec.kind)
-        return rule[0] if rule else None
+        return rule.max_depth if rule else None
 
     def applies_at(self, depth: int) -> bool:
         """Whether files ``depth`` levels below the store root can be this kind's."""
         limit = self.max_depth
         return limit is None or depth <= limit
 
-    def matches(self, name: str, parent: str, depth: int) -> bool:
-        if not self.applies_at(depth):
+    def matches(self, name: str, parent: str, dirs: tuple[str, ...]) -> bool:
+        if not self.applies_at(len(dirs) + 1):
             return False
         rule = _LAYOUT_RULES.get(self.spec.kind)
-        if rule is not None and not rule[1](depth, name):
+        if rule is not None and not rule.files(dirs, name):
             return False
         return self.spec.matches(name, parent)
+
+    def enters(self, dirs: tuple[str, ...], name: str) -> bool:
+        """Whether subdirectory ``name`` of the directory reached through ``dirs`` can hold
+        this kind's sources (depth permitting)."""
+        if not self.descends(len(dirs) + 1):
+            return False
+        rule = _LAYOUT_RULES.get(self.spec.kind)
+        return rule is None or rule.enter is None or rule.enter(dirs, name)
 
     def descends(self, depth: int) -> bool:
         """Whether entries of a subdirectory at ``depth`` can still match."""
@@ -193,15 +222,18 @@ def walk_store(probe: Probe, directory: str, targets: Sequence[WalkTarget]) -> W
 
     sources: list[Source] = []
     visited: set[tuple[int, int]] = {(root_stat.st_dev, root_stat.st_ino)}
-    stack: list[tuple[str, int]] = [(directory, 1)]
+    # (directory, depth, directory names below the store root)
+    stack: list[tuple[str, int, tuple[str, ...]]] = [(directory, 1, ())]
     while stack:
-        dir_path, depth = stack.pop()
+        dir_path, depth, dirs = stack.pop()
         entries = probe.scandir(dir_path)
         if entries is None:
             continue
         prefix = flavour.join(dir_path, "")  # "dir/" once, so children are a concatenation
         parent_name = flavour.basename(flavour.normpath(dir_path))
         descend = any(t.descends(depth) for t in targets)
+        gated = [t for t in targets if t.spec.kind in _LAYOUT_RULES and _LAYOUT_RULES[t.spec.kind].enter]
+        plain_descend = any(t.descends(depth) for t in targets if t not in gated)
         rule_free = [t for t in targets if t.applies_at(depth) and t.spec.kind not in _LAYOUT_RULES]
         ruled = [t for t in targets if t.applies_at(depth) and t.spec.kind in _LAYOUT_RULES]
         matched: dict[str, tuple[os.DirEntry[str], list[WalkTarget]]] = {}
@@ -210,14 +242,14 @@ def walk_store(probe: Probe, directory: str, targets: Sequence[WalkTarget]) -> W
             name = entry.name
             wanted = [t for t in rule_free if t.spec.matches(name, parent_name)]
             if ruled:
-                wanted.extend(t for t in ruled if t.matches(name, parent_name, depth))
+                wanted.extend(t for t in ruled if t.matches(name, parent_name, dirs))
             try:
                 if entry.is_symlink():
                     if wanted or descend:
                         probe.report("symlink", prefix + name, "symbolic link not followed")
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    if descend:
+                    if descend and (plain_descend or any(t.enters(dirs, name) for t in gated)):
                         subdirs.append((prefix + name, entry))
                     continue
                 is_file = entry.is_file(follow_symlinks=False)
@@ -279,5 +311,5 @@ def walk_store(probe: Probe, directory: str, targets: Sequence[WalkTarget]) -> W
                 probe.report("loop", child, "directory already visited (bind mount or loop)")
                 continue
             visited.add(identity)
-            stack.append((child, depth + 1))
+            stack.append((child, depth + 1, (*dirs, entry.name)))
     return WalkOutcome(sources, True)

@@ -74,8 +74,13 @@ def acquire_lines(
     factory: HandlerFactory,
     *,
     batch_bytes: int = BATCH_BYTES,
+    revisit: Callable[[], bool] | None = None,
 ) -> Iterator[Batch]:
-    """Run ``factory(carry)``'s handler over the complete lines appended since ``cursor``."""
+    """Run ``factory(carry)``'s handler over the complete lines appended since ``cursor``.
+
+    ``revisit``, asked once the input is exhausted, says whether the handler holds data
+    that only time settles (the last batch then asks to be read again, see ``Batch``).
+    """
     prior = decode_jsonl_cursor(cursor) if ctx.history is HistoryMode.INCREMENTAL else None
     with JsonlReader(source.path, prior) as reader:
         carried: bytes | None = None
@@ -102,6 +107,7 @@ def acquire_lines(
         raw = encode_cursor(reader.cursor(offset, number, carry=handler.carry()))
         batch = _batch(out, raw, reader.bytes_read - bytes_mark)
         batch.partial = reader.partial_tail or held is not None
+        batch.revisit = revisit is not None and revisit()
         yield batch
 
 

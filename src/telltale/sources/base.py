@@ -55,6 +55,9 @@ class Batch(msgspec.Struct, kw_only=True):
     #: True when the source holds records this acquisition deliberately left out
     #: (sampling, saturation, a held partial line); coverage is then partial.
     partial: bool = False
+    #: True when the adapter holds data that only time can settle (a block whose end is
+    #: not marked): the source is read again by the next scan even if it did not change.
+    revisit: bool = False
 
 
 class Adapter(Protocol):

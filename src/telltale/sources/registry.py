@@ -10,7 +10,7 @@ import importlib
 from functools import cache
 
 from telltale.errors import UsageError
-from telltale.sources import claude, codex, copilot, openclaw, opencode, qwen
+from telltale.sources import claude, codex, copilot, cursor, openclaw, opencode, qwen
 from telltale.sources.base import Adapter
 from telltale.sources.spec import SourceSpec
 
@@ -22,6 +22,7 @@ REGISTRY: tuple[SourceSpec, ...] = (
     *openclaw.SPECS,
     *opencode.SPECS,
     *copilot.SPECS,
+    *cursor.SPECS,
 )
 
 CLIENTS: tuple[str, ...] = tuple(dict.fromkeys(spec.client for spec in REGISTRY))
