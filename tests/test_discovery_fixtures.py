@@ -32,6 +32,9 @@ FIXTURE_FILES = {
     "copilot.process_log": "copilot/process-multi-session.log",
     "copilot.session_state": "copilot/session-state/s1/events.jsonl",
     "cursor.agent_transcripts": "cursor/projects/p/agent-transcripts/c1/c1.jsonl",
+    "antigravity.history": "antigravity/cli/history.jsonl",
+    "antigravity.conversations": "antigravity/conversations/c1.db",
+    "antigravity.encrypted": "antigravity/encrypted/implicit/c1.pb",
 }
 
 
@@ -46,6 +49,9 @@ def test_FIX_5_markers_are_the_flattened_paths_except_data_home() -> None:
         "copilot",
         "copilot/session-state",
         "cursor/projects",
+        "antigravity/cli",
+        "antigravity/conversations",
+        "antigravity/encrypted",
     }
 
 

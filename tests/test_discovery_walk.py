@@ -68,6 +68,9 @@ def test_REG_5_every_registered_kind_is_discoverable(home: Path) -> None:
         "copilot.process_log": "github/app/logs/copilot/process-1-2.log",
         "copilot.session_state": ".copilot/session-state/abc/events.jsonl",
         "cursor.agent_transcripts": ".cursor/projects/Users-u-app/agent-transcripts/c1/c1.jsonl",
+        "antigravity.history": ".gemini/antigravity-cli/history.jsonl",
+        "antigravity.conversations": ".gemini/antigravity/conversations/c.db",
+        "antigravity.encrypted": ".gemini/antigravity-cli/implicit/c.pb",
     }
     assert set(layout) == set(KINDS)
     for path in layout.values():

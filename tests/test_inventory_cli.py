@@ -14,6 +14,7 @@ import pytest
 
 from telltale.cli.inventory import json_lines, write_table
 from telltale.inventory import take_inventory
+from telltale.inventory.probes import AGENTS
 from telltale.inventory.scan_hook import (
     META_DIGEST,
     InventoryEmitter,
@@ -57,7 +58,7 @@ def test_cli_json_end_to_end(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     agents = {d["agent"]: d for d in lines if d["record"] == "agent"}
     summary = lines[-1]
-    assert summary["record"] == "summary" and len(lines) == 13 and summary["agents"] == 12
+    assert summary["record"] == "summary" and len(lines) == len(AGENTS) + 1 and summary["agents"] == len(AGENTS)
     assert summary["installed"] == ["claude", "copilot"]
     assert summary["partial"] == []
     claude = agents["claude"]
@@ -102,7 +103,7 @@ def test_cli_bad_root_is_a_usage_error(tmp_path: Path) -> None:
 def test_json_lines_shape(tmp_path: Path) -> None:
     snap = take_inventory(str(make_home(tmp_path)), {}, "linux", path_env="", consult_system=False)
     lines = [msgspec.json.decode(x) for x in json_lines(snap)]
-    assert [d["record"] for d in lines] == ["agent"] * 12 + ["summary"]
+    assert [d["record"] for d in lines] == ["agent"] * len(AGENTS) + ["summary"]
     assert lines[-1]["digest"] == snap.digest()
 
 
@@ -152,7 +153,7 @@ def test_INV_3_hook_disabled_filtered_and_on(tmp_path: Path) -> None:
     assert summary["event"]["action"] == "inventory_summary"
     assert summary["telltale"]["inventory"]["installed"] == ["claude", "copilot"]
     per_agent = [e for e in events if e["event"]["action"] == "inventory"]
-    assert len(per_agent) == 12
+    assert len(per_agent) == len(AGENTS)
     assert all(e["event"]["dataset"] == "telltale.inventory" for e in events)
 
 
@@ -211,7 +212,7 @@ def test_digest_is_not_recorded_unless_the_commit_runs(tmp_path: Path) -> None:
 def test_emitter_without_state_remembers_in_memory(tmp_path: Path) -> None:
     home = make_home(tmp_path)
     emitter = InventoryEmitter(lambda: take_inventory(str(home), {}, "linux", path_env="", consult_system=False), 0.0)
-    assert len(_emit(emitter, None, "t")) == 13
+    assert len(_emit(emitter, None, "t")) == len(AGENTS) + 1
     assert _emit(emitter, None, "t") == []
 
 

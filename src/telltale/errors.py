@@ -42,5 +42,13 @@ class SourceError(TelltaleError):
         super().__init__(f"{reason}: {self.detail}" if detail else reason)
 
 
+class UnsupportedSource(SourceError):
+    """A store was found but cannot be read (``encrypted``, ``unknown_format``, ``no_decoder``).
+
+    Not a failure of the scan: the pipeline reports the source as ``unsupported`` once
+    (a ``source_unsupported`` health event) instead of as a scanner error.
+    """
+
+
 class OutputError(TelltaleError):
     """A required output could not be written durably; cursors must not advance."""

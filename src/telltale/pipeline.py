@@ -27,15 +27,15 @@ from typing import Any, Protocol
 
 import msgspec
 
-from telltale.errors import SourceError, UsageError
+from telltale.errors import SourceError, UnsupportedSource, UsageError
 from telltale.events.activity import activity_lines
 from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now
-from telltale.events.health import operational_alert, scan_summary, scanner_error
+from telltale.events.health import operational_alert, scan_summary, scanner_error, source_unsupported
 from telltale.model import Observation, Quarantine
 from telltale.sinks import outbox
 from telltale.sinks.jsonl import JsonlSink
 from telltale.sources.base import AcquireContext, HistoryMode
-from telltale.sources.registry import adapter_for
+from telltale.sources.registry import adapter_for, unsupported_reason
 from telltale.sources.spec import Source
 from telltale.state import CursorUpdate, PendingWindow, StateStore, source_key
 
@@ -108,7 +108,7 @@ class SourceReport:
     kind: str
     client: str
     path: str
-    status: str = "ok"  # ok | partial | empty | error | unchanged
+    status: str = "ok"  # ok | partial | empty | error | unchanged | unsupported
     records_read: int = 0
     other_records: int = 0
     observations: int = 0
@@ -117,6 +117,8 @@ class SourceReport:
     bytes_read: int = 0
     error: str | None = None
     quarantine_reasons: dict[str, int] = field(default_factory=dict)
+    #: Why the source cannot be read (``encrypted``...), also once it was reported.
+    unsupported: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -133,6 +135,8 @@ class SourceReport:
         }
         if self.error:
             out["error"] = self.error
+        if self.unsupported:
+            out["reason"] = self.unsupported
         if self.quarantine_reasons:
             out["quarantine_reasons"] = dict(sorted(self.quarantine_reasons.items()))
         return out
@@ -155,8 +159,10 @@ class ScanResult:
         return {
             "scan_id": self.scan_id,
             "dry_run": self.dry_run,
-            "sources_scanned": sum(1 for s in self.sources if s.status != "unchanged"),
+            "sources_scanned": sum(1 for s in self.sources if s.status not in ("unchanged", "unsupported")),
             "sources_unchanged": sum(1 for s in self.sources if s.status == "unchanged"),
+            "sources_unsupported": sum(1 for s in self.sources if s.unsupported),
+            "unsupported_reasons": _count(s.unsupported for s in self.sources if s.unsupported),
             "emitted_count": self.emitted_count,
             "quarantined_count": self.quarantined_count,
             "scanner_error_count": self.scanner_error_count,
@@ -166,6 +172,17 @@ class ScanResult:
             "recovered_window": self.recovered,
             "sources": [s.as_dict() for s in self.sources if s.status != "unchanged"],
         }
+
+
+#: Prefix of a reported unsupported source's reason once an adapter read it after all.
+_READABLE_AGAIN = "~"
+
+
+def _count(values: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def stat_fingerprint(source: Source) -> str | None:
@@ -194,6 +211,8 @@ class _Window:
         self.cursors: dict[str, CursorUpdate] = {}
         self.fingerprints: dict[str, str] = {}
         self.windows: dict[str, bytes] = {}
+        #: Unsupported sources reported in this window (source key -> reason).
+        self.unsupported: dict[str, str] = {}
         self.sources = 0
 
     def add(self, items: list[Item]) -> None:
@@ -206,7 +225,7 @@ class _Window:
         self.size += sum(map(len, lines)) + len(lines)
 
     def empty(self) -> bool:
-        return not self.lines and not self.cursors and not self.windows
+        return not self.lines and not self.cursors and not self.windows and not self.unsupported
 
 
 class Scanner:
@@ -283,6 +302,7 @@ class Scanner:
         )
         ctx = AcquireContext(history=history, dry_run=opts.dry_run, now=time.time())
         fingerprints = self._fingerprints() if use_cursors else {}
+        reported = self._reported_unsupported()
         reports: list[SourceReport] = []
         window = _Window()
         emitted = 0
@@ -292,9 +312,16 @@ class Scanner:
             report = SourceReport(kind=source.kind, client=source.client, path=source.path)
             reports.append(report)
             key = source_key(source.kind, source.path)
+            reason = unsupported_reason(source.kind)
+            if reason is not None:  # found, never opened: the blind spot is reported, not read
+                self._unsupported(window, report, source, key, reason, reported)
+                continue
             fp = stat_fingerprint(source)
             if use_cursors and fp is not None and fingerprints.get(key) == fp:
                 report.status = "unchanged"
+                known = reported.get(key)
+                if known and not known.startswith(_READABLE_AGAIN):
+                    report.unsupported = known  # an adapter found it unreadable and it has not changed
                 continue
             if self.detector is not None:
                 self.detector.prepare()  # a LazyDetector is built here, never inside a source's try
@@ -335,6 +362,10 @@ class Scanner:
                         flushing = False
                         window = _Window()
                         staged, staged_windows, looked_up = _Window(), {}, set()
+            except UnsupportedSource as exc:  # the adapter recognised a store it cannot read
+                staged, staged_windows = _Window(), {}
+                self._unsupported(window, report, source, key, exc.reason, reported)
+                self._stage_into(window, source, key, staged, None, fp, {}, use_cursors)
             except SourceError as exc:
                 report.status = "error"
                 report.error = exc.reason
@@ -354,6 +385,9 @@ class Scanner:
                     traceback.print_exc(file=sys.stderr)
                 staged, staged_windows = _Window(), {}
             else:
+                known = reported.get(key)
+                if known and not known.startswith(_READABLE_AGAIN):  # readable again: remember it was reported
+                    window.unsupported[key] = reported[key] = _READABLE_AGAIN + known
                 if report.status == "ok":
                     if report.quarantined:
                         report.status = "partial"
@@ -434,6 +468,52 @@ class Scanner:
             return msgspec.msgpack.decode(raw, type=dict[str, str])
         except msgspec.DecodeError:
             return {}
+
+    def _reported_unsupported(self) -> dict[str, str]:
+        """Unsupported sources already reported (source key -> reason, ``~reason`` when the
+        source was read after all), from the state."""
+        if self.state is None:
+            return {}
+        raw = self.state.meta("unsupported")
+        if not raw:
+            return {}
+        try:
+            return msgspec.msgpack.decode(raw, type=dict[str, str])
+        except msgspec.DecodeError:
+            return {}
+
+    def _unsupported(
+        self, window: _Window, report: SourceReport, source: Source, key: str, reason: str, reported: dict[str, str]
+    ) -> None:
+        """Count an unreadable store; the first time (or a new reason) also report it.
+
+        Only metadata is taken (one ``lstat``): the store is never opened.
+        """
+        report.unsupported = reason
+        known = reported.get(key)
+        if known in (reason, _READABLE_AGAIN + reason):  # reported before: never twice (same event id)
+            report.status = "unchanged"
+            if known != reason and not self.options.dry_run:
+                window.unsupported[key] = reported[key] = reason
+            return
+        report.status = "unsupported"
+        if self.options.dry_run:
+            return
+        size: int | None = None
+        mtime: str | None = None
+        try:
+            st = os.lstat(source.path)
+        except OSError:
+            pass
+        else:
+            size = st.st_size
+            mtime = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(st.st_mtime))
+        doc = source_unsupported(
+            kind=source.kind, client=source.client, path=source.path, reason=reason,
+            size=size, mtime=mtime, observed_at=utc_now(),
+        )
+        window.add([_item(doc)])
+        window.unsupported[key] = reported[key] = reason
 
     def _quarantine(self, report: SourceReport, items: Iterable[Quarantine]) -> None:
         for item in items:
@@ -531,13 +611,18 @@ class Scanner:
         )
         self.state.begin_window(pending)
         fingerprints = window.fingerprints
+        unsupported = window.unsupported
 
         def save_fingerprints(conn: Any) -> None:
+            assert self.state is not None
+            if unsupported:
+                known = self._reported_unsupported()
+                known.update(unsupported)
+                self.state.set_meta(conn, "unsupported", msgspec.msgpack.encode(known))
             if not fingerprints:
                 return
             current = self._fingerprints()
             current.update(fingerprints)
-            assert self.state is not None
             self.state.set_meta(conn, "fingerprints", msgspec.msgpack.encode(current))
 
         items = list(zip(window.ids, window.lines, strict=True)) if self.options.remote_sinks else []

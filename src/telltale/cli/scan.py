@@ -200,7 +200,8 @@ def _print_summary(result: ScanResult, *, as_json: bool, delivery: dict[str, Any
     for col in ("kind", "status", "records", "observations", "detections", "quarantined", "bytes"):
         table.add_column(col, justify="right" if col not in ("kind", "status") else "left")
     for src in summary["sources"]:
-        status = src["status"] + (f" ({src['error']})" if src.get("error") else "")
+        detail = src.get("error") or src.get("reason")
+        status = src["status"] + (f" ({detail})" if detail else "")
         table.add_row(
             src["kind"],
             status,
@@ -215,4 +216,5 @@ def _print_summary(result: ScanResult, *, as_json: bool, delivery: dict[str, Any
         f"emitted {summary['emitted_count']} events, {summary['detection_count']} detections, "
         f"{summary['quarantined_count']} quarantined, {summary['scanner_error_count']} source errors, "
         f"{summary['sources_unchanged']} unchanged sources, {summary['duration_s']:.2f}s"
+        + (f", {n} unreadable (unsupported) stores" if (n := summary["sources_unsupported"]) else "")
     )

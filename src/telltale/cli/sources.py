@@ -8,12 +8,16 @@ then ``"type": "error"`` objects) so scripts never parse a table.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from typing import Any, TextIO
 
 import msgspec
 
 from telltale.discovery import DiscoveryIssue, DiscoveryOptions, DiscoveryResult, discover
+from telltale.events.envelope import path_hash
+from telltale.sources.registry import unsupported_reason
 from telltale.sources.spec import Source
 
 
@@ -57,8 +61,10 @@ def display_path(path: str) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
-def source_record(source: Source) -> dict[str, str]:
-    return {
+def source_record(source: Source) -> dict[str, str | int]:
+    """One listed store; an unreadable one also carries its reason, path hash, size and mtime
+    (what a SOC needs to see that this host runs an agent Telltale cannot read)."""
+    record: dict[str, str | int] = {
         "type": "source",
         "client": source.client,
         "kind": source.kind,
@@ -67,6 +73,17 @@ def source_record(source: Source) -> dict[str, str]:
         "found_by": source.found_by,
         "store_root": display_path(source.store_root),
     }
+    reason = unsupported_reason(source.kind)
+    if reason is not None:
+        record.update({"status": "unsupported", "reason": reason, "path_hash": path_hash(source.path)})
+        try:
+            st = os.lstat(source.path)
+        except OSError:
+            pass
+        else:
+            record["size"] = st.st_size
+            record["mtime"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(st.st_mtime))
+    return record
 
 
 def issue_record(issue: DiscoveryIssue) -> dict[str, str]:
@@ -89,15 +106,17 @@ def write_table(result: DiscoveryResult, out: TextIO, err: TextIO) -> None:
     title = "Session stores" + (" (fixture tree)" if result.fixture_tree else "")
     if result.sources:
         table = Table(title=title)
-        for column in ("client", "kind", "path", "root type", "found by"):
+        for column in ("client", "kind", "path", "root type", "found by", "status"):
             table.add_column(column, overflow="fold")
         for source in result.sources:
+            reason = unsupported_reason(source.kind)
             table.add_row(
                 source.client,
                 source.kind,
                 Text(display_path(source.path)),
                 source.root_type.value,
                 Text(source.found_by),
+                f"unsupported ({reason})" if reason else "readable",
             )
         Console(file=out).print(table)
     if result.errors:
@@ -114,7 +133,8 @@ def _clients(values: list[str]) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit 0 when stores were found and nothing was rejected, 1 otherwise."""
+    """Exit 0 when readable stores were found and nothing was rejected, 1 otherwise
+    (stores that are only ``unsupported`` do not count as usable)."""
     options = DiscoveryOptions(
         root=args.root,
         clients=_clients(args.client),
@@ -125,8 +145,10 @@ def run(args: argparse.Namespace) -> int:
         write_json(result, sys.stdout)
     else:
         write_table(result, sys.stdout, sys.stderr)
-    if not result.sources:
+    usable = [s for s in result.sources if unsupported_reason(s.kind) is None]
+    if not usable:
         where = "this host's environment" if args.root == "." else display_path(args.root)
-        print(f"telltale: no session stores found (root: {where})", file=sys.stderr)
+        found = "no session stores found" if not result.sources else "no readable session stores found"
+        print(f"telltale: {found} (root: {where})", file=sys.stderr)
     sys.stdout.flush()
-    return 0 if result.sources and not result.errors else 1
+    return 0 if usable and not result.errors else 1

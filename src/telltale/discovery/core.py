@@ -129,7 +129,8 @@ def _host_pairs(
             base, found_by = roots.home, roots.home_found_by
         if base is not None:
             target = WalkTarget(spec=spec, root_type=spec.root_type, found_by=found_by)
-            pairs.append((_join_relative(flavour, base, spec.relative_path), target))
+            for relative in (spec.relative_path, *spec.also_relative_paths):
+                pairs.append((_join_relative(flavour, base, relative), target))
         extra = _ENV_EXTRAS.get(spec.kind)
         if env is not None and extra is not None:
             name, relative = extra

@@ -70,3 +70,30 @@ def scan_summary(*, scan_id: str, summary: dict[str, Any], observed_at: str) -> 
         f"{summary.get('scanner_error_count', 0)} errors"
     )
     return doc
+
+
+def source_unsupported(
+    *, kind: str, client: str, path: str, reason: str, size: int | None, mtime: str | None, observed_at: str
+) -> dict[str, Any]:
+    """A store this build finds but cannot read: the blind spot, reported once per source.
+
+    A record event: its id is a function of the source and the reason only, so it is
+    emitted once whatever the number of scans (the state remembers it was reported).
+    """
+    doc = base_event(
+        event_id=_event_id("source_unsupported", kind, path, reason),
+        dataset="telltale.health",
+        action="source_unsupported",
+        timestamp=None,
+        observed_at=observed_at,
+    )
+    doc["event"].update({"category": ["host"], "type": ["info"], "outcome": "unknown", "severity": 21})
+    doc["log"] = {"level": "warning"}
+    source: dict[str, Any] = {"kind": kind, "path_hash": path_hash(path), "status": "unsupported", "reason": reason}
+    if size is not None:
+        source["size"] = size
+    if mtime is not None:
+        source["mtime"] = mtime
+    doc["telltale"].update({"client": client, "source": source})
+    doc["message"] = f"source {kind} cannot be read: {reason}"
+    return doc

@@ -137,6 +137,15 @@ AGENTS: tuple[AgentProbe, ...] = (
         posture="gemini",
     ),
     AgentProbe(
+        agent="antigravity",
+        display_name="Antigravity",
+        executables=("agy", "antigravity"),
+        app_data=(
+            AppDataProbe(name="antigravity", location="antigravity", parts=(".gemini", "antigravity")),
+            AppDataProbe(name="antigravity-cli", location="antigravity-cli", parts=(".gemini", "antigravity-cli")),
+        ),
+    ),
+    AgentProbe(
         agent="cursor",
         display_name="Cursor",
         executables=("cursor", "cursor-agent"),

@@ -10,7 +10,7 @@ import importlib
 from functools import cache
 
 from telltale.errors import UsageError
-from telltale.sources import claude, codex, copilot, cursor, openclaw, opencode, qwen
+from telltale.sources import antigravity, claude, codex, copilot, cursor, openclaw, opencode, qwen
 from telltale.sources.base import Adapter
 from telltale.sources.spec import SourceSpec
 
@@ -23,6 +23,7 @@ REGISTRY: tuple[SourceSpec, ...] = (
     *opencode.SPECS,
     *copilot.SPECS,
     *cursor.SPECS,
+    *antigravity.SPECS,
 )
 
 CLIENTS: tuple[str, ...] = tuple(dict.fromkeys(spec.client for spec in REGISTRY))
@@ -48,6 +49,14 @@ def select(clients: list[str] | None) -> tuple[SourceSpec, ...]:
             f" (or a source kind: {', '.join(KINDS)})"
         )
     return tuple(s for s in REGISTRY if s.client in wanted or s.kind in wanted)
+
+
+_UNSUPPORTED: dict[str, str] = {spec.kind: spec.unsupported for spec in REGISTRY if spec.unsupported}
+
+
+def unsupported_reason(kind: str) -> str | None:
+    """Why sources of ``kind`` are never read (``encrypted``...), or ``None`` when they are."""
+    return _UNSUPPORTED.get(kind)
 
 
 @cache

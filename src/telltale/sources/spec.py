@@ -26,6 +26,14 @@ class StoreLayout(enum.StrEnum):
     SQLITE = "sqlite"  # one database file is one source
 
 
+class UnsupportedReason(enum.StrEnum):
+    """Why a discovered store cannot be read (DECISIONS "Statuses")."""
+
+    ENCRYPTED = "encrypted"  # encrypted at rest (Windsurf, Antigravity ``.pb``, Trae)
+    UNKNOWN_FORMAT = "unknown_format"  # a layout or version this build does not recognise
+    NO_DECODER = "no_decoder"  # the format is known but undocumented (protobuf without a schema)
+
+
 class SourceSpec(msgspec.Struct, frozen=True, kw_only=True):
     """Where one kind of store lives and how its files are recognised.
 
@@ -33,6 +41,12 @@ class SourceSpec(msgspec.Struct, frozen=True, kw_only=True):
     hangs from a checked-in fixture root. ``file_patterns`` are matched against the file
     name (case-sensitive); ``exclude_patterns`` win over them. When ``parent_dir`` is
     set, a file only matches when its immediate parent directory has that name.
+    ``also_relative_paths`` are more directories of the same store below the same root
+    (one agent writing the same layout under two folders).
+
+    A spec with ``unsupported`` set declares a store Telltale finds but cannot read: its
+    files are discovered, listed and reported (status ``unsupported`` with that reason)
+    so the blind spot is visible, and no adapter ever opens them (``adapter`` is empty).
     """
 
     client: str
@@ -50,6 +64,8 @@ class SourceSpec(msgspec.Struct, frozen=True, kw_only=True):
     #: For ``EDITOR_USER`` stores: the editor ids searched (``telltale.discovery.editors``);
     #: empty means every editor (an extension can be installed in any of them).
     editors: tuple[str, ...] = ()
+    also_relative_paths: tuple[str, ...] = ()
+    unsupported: UnsupportedReason | None = None
 
     def matches(self, name: str, parent: str | None = None) -> bool:
         if self.parent_dir is not None and parent != self.parent_dir:
