@@ -122,6 +122,9 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     arguments: str | None = None
     command: str | None = None
     file_path: str | None = None
+    #: What the tool does with ``file_path``: ``"read"`` or ``"write"`` (the adapter's facet;
+    #: ``None``: not said, the normalisation stage decides from the arguments).
+    file_access: str | None = None
     url: str | None = None
     result: str | None = None
     exit_code: int | None = None
@@ -132,6 +135,21 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     parent_call_id: str | None = None
     ambiguous: tuple[str, ...] = ()
     attributes: dict[str, str] = {}
+    # -- set by the normalisation stage (telltale.normalize.stage), never by adapters --
+    #: The command as the shell will run it, when that differs from ``command`` (decoded
+    #: payloads and re-parsed strings on their own lines); a written shell script's too.
+    command_normalized: str | None = None
+    #: Newline-separated lists, one item per line:
+    #: resolved program of every simple command (wrappers included),
+    programs: str | None = None
+    #: argv of every simple command after wrappers (words joined by spaces),
+    argv: str | None = None
+    #: the programs of every pipeline of two stages or more, joined by ``|``,
+    pipelines: str | None = None
+    #: files written (redirections, ``tee``/``cp``/``sed -i`` targets, file tools' written paths),
+    written_paths: str | None = None
+    #: files read (reading commands' operands, upload sources, file tools' read paths).
+    read_paths: str | None = None
 
 
 class Quarantine(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

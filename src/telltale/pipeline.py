@@ -32,6 +32,7 @@ from telltale.events.activity import activity_lines
 from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now
 from telltale.events.health import operational_alert, scan_summary, scanner_error, source_unsupported
 from telltale.model import Observation, Quarantine
+from telltale.normalize.stage import normalize_batch
 from telltale.sinks import outbox
 from telltale.sinks.jsonl import JsonlSink
 from telltale.sources.base import AcquireContext, HistoryMode
@@ -343,10 +344,12 @@ class Scanner:
                     if batch.revisit:
                         fp = None  # read it again next time, changed or not
                     self._quarantine(report, batch.quarantined)
-                    if not opts.dry_run and batch.observations:
-                        staged.extend(*self._encode_observations(batch.observations))
-                    if self.detector is not None and batch.observations:
-                        detections = self._detect(batch.observations, staged_windows, looked_up)
+                    # Normalisation: each command as the shell will run it, paths by access.
+                    observations = normalize_batch(batch.observations) if batch.observations else []
+                    if not opts.dry_run and observations:
+                        staged.extend(*self._encode_observations(observations))
+                    if self.detector is not None and observations:
+                        detections = self._detect(observations, staged_windows, looked_up)
                         report.detections += len(detections)
                         staged.add(detections)
                     if batch.cursor is not None:

@@ -29,7 +29,7 @@ import re2
 
 from telltale.detect import literal_scan
 from telltale.detect.allowlist import Allowlist, load_allowlists
-from telltale.detect.fields import FIELD_ATTRS, FIELD_INDEX, FIELD_NAMES, KIND_FIELDS, field_kind
+from telltale.detect.fields import FIELD_GETTERS, FIELD_INDEX, FIELD_NAMES, KIND_FIELDS, MULTI_FIELDS, field_kind
 from telltale.detect.literal_scan import Literal
 from telltale.detect.literals import required_factors, required_literals
 from telltale.detect.loader import (
@@ -379,12 +379,18 @@ class _FieldIndex:
         return rx
 
 
-def _literal_pattern(value: str, op: str, cased: bool) -> tuple[str, str, Literal]:
-    """The Set pattern of a literal matcher value, its form for joined values, and the literal."""
+def _literal_pattern(value: str, op: str, cased: bool, multi: bool = False) -> tuple[str, str, Literal]:
+    """The Set pattern of a literal matcher value, its form for joined values, and the literal.
+
+    On a list field (``multi``) the anchors are line anchors: the value holds for one item.
+    """
     body: str = re2.escape(value)
     literal = Literal(value, not cased)
     if not cased:
         body = f"(?i:{body})"
+    if multi:
+        chunk = _literal_pattern(value, op, cased)[1]
+        return chunk, chunk, literal
     if op == "equals":
         return rf"\A{body}\z", f"{_LINE_START}{body}{_LINE_END}", literal
     if op == "startswith":
@@ -474,7 +480,7 @@ class _Datas(dict[int, "bytes | None"]):
     def __missing__(self, fid: int) -> bytes | None:
         data = None
         if fid in self.kind_fields and self.fields[fid] is not None:
-            value: str | None = getattr(self.obs, FIELD_ATTRS[fid])
+            value: str | None = FIELD_GETTERS[fid](self.obs)
             if value:
                 data = _cut(value)
         self[fid] = data
@@ -632,14 +638,17 @@ class DetectionEngine:
         fx = self._index(m.field)
         out = _Matcher(FIELD_INDEX[m.field], m.key)
         out.all = m.all
+        multi = out.field in MULTI_FIELDS
         if m.op == "re":
+            # On a list field ``^``/``$`` are line anchors: a regex holds for one item.
+            values = [f"(?m){v}" for v in m.values] if multi else list(m.values)
             out.is_regex = True
-            out.regexes = tuple(compile_rule_regex(v, m.cased) for v in m.values)
+            out.regexes = tuple(compile_rule_regex(v, m.cased) for v in values)
             out.searchers = tuple(_searcher(rx) for rx in out.regexes)
-            out.regex_atoms = tuple(_prefilter_atoms(fx, v) for v in m.values)
-            out.regex_factors = tuple(_factor_atoms(fx, v) for v in m.values)
+            out.regex_atoms = tuple(_prefilter_atoms(fx, v) for v in values)
+            out.regex_factors = tuple(_factor_atoms(fx, v) for v in values)
         else:
-            out.atoms = tuple(fx.atom(*_literal_pattern(v, m.op, m.cased)) for v in m.values)
+            out.atoms = tuple(fx.atom(*_literal_pattern(v, m.op, m.cased, multi)) for v in m.values)
         out.seal()
         return out
 
@@ -695,7 +704,7 @@ class DetectionEngine:
             if fx is None or not fx.eager:
                 continue
             trigger = None if fx.residual else fx.trigger_set
-            out.append((attrgetter(FIELD_ATTRS[fid]), len(out), fx.match, trigger, fx.opens, fid))
+            out.append((FIELD_GETTERS[fid], len(out), fx.match, trigger, fx.opens, fid))
         return tuple(out)
 
     def _probe(self, obs: Observation, kind: int) -> _Known | None:

@@ -7,9 +7,11 @@ line quoted in user text or assistant prose can never satisfy an execution rule.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from operator import attrgetter
 
 from telltale.model import Family, Observation, Provenance, Stage, make_observation
+from telltale.normalize.stage import normalize_observation
 
 #: Shell command line of a tool request (``Observation.command``).
 COMMAND = 0
@@ -30,6 +32,18 @@ ASSISTANT_CONTEXT = 7
 #: Context the agent injected (system / developer messages, injected user-role text:
 #: instructions files, MCP server instructions, reminders).
 INJECTED_CONTEXT = 8
+#: The command as the shell will run it (the raw command when nothing changed).
+COMMAND_NORMALIZED = 9
+#: Lists (one item per line; see MULTI_FIELDS): resolved programs,
+PROGRAM = 10
+#: argv of each simple command,
+ARGV = 11
+#: each pipeline's programs joined by ``|``,
+PIPELINE = 12
+#: files written (shell and file tools alike),
+WRITTEN_PATH = 13
+#: files read (shell and file tools alike).
+READ_PATH = 14
 
 FIELD_NAMES: tuple[str, ...] = (
     "command",
@@ -41,11 +55,23 @@ FIELD_NAMES: tuple[str, ...] = (
     "user_context",
     "assistant_context",
     "injected_context",
+    "command_normalized",
+    "program",
+    "argv",
+    "pipeline",
+    "written_path",
+    "read_path",
 )
 FIELD_INDEX: dict[str, int] = {name: i for i, name in enumerate(FIELD_NAMES)}
 
-#: Fields that describe what a tool was asked to do (one tool-request observation).
-REQUEST_FIELDS = frozenset({"command", "arguments", "file_path", "url", "tool_name"})
+#: Fields that describe what a tool was asked to do (one tool-request observation); in a
+#: rule test case, ``file_access`` may stand beside them (the adapter's facet).
+REQUEST_FIELDS = frozenset({"command", "arguments", "file_path", "url", "tool_name", "file_access"})
+#: Fields whose value is a list, one item per line: a matcher holds when it holds for
+#: one item (equality, ``startswith``/``endswith`` and ``^``/``$`` work per line).
+MULTI_FIELDS = frozenset({PROGRAM, ARGV, PIPELINE, WRITTEN_PATH, READ_PATH})
+#: Fields the normalisation stage derives: a test case gives the command or path, not them.
+DERIVED_FIELDS = frozenset({"command_normalized", "program", "argv", "pipeline", "written_path", "read_path"})
 
 #: The Observation attribute that holds each field's value (index: field id).
 FIELD_ATTRS: tuple[str, ...] = (
@@ -58,6 +84,34 @@ FIELD_ATTRS: tuple[str, ...] = (
     "text",
     "text",
     "text",
+    "command_normalized",
+    "programs",
+    "argv",
+    "pipelines",
+    "written_paths",
+    "read_paths",
+)
+
+
+def _command_both(obs: Observation) -> str | None:
+    """The ``command`` field: the raw command and, when it differs, the normalised one on
+    the following line(s), so every command rule sees both forms."""
+    normalized = obs.command_normalized
+    if normalized is None:
+        return obs.command
+    command = obs.command
+    return normalized if not command else f"{command}\n{normalized}"
+
+
+def _command_normalized(obs: Observation) -> str | None:
+    normalized = obs.command_normalized
+    return obs.command if normalized is None else normalized
+
+
+#: How each field's value is read from an observation (index: field id).
+FIELD_GETTERS: tuple[Callable[[Observation], str | None], ...] = tuple(
+    _command_both if fid == 0 else _command_normalized if fid == 9 else attrgetter(attr)
+    for fid, attr in enumerate(FIELD_ATTRS)
 )
 
 #: Observation kinds, by the rule fields they carry (see :func:`field_kind`).
@@ -70,7 +124,8 @@ KIND_USER = 5
 #: The field ids each kind carries, in evaluation order (index: kind).
 KIND_FIELDS: tuple[tuple[int, ...], ...] = (
     (),
-    (COMMAND, ARGUMENTS, FILE_PATH, URL, TOOL_NAME),
+    (COMMAND, ARGUMENTS, FILE_PATH, URL, TOOL_NAME, COMMAND_NORMALIZED, PROGRAM, ARGV, PIPELINE, WRITTEN_PATH,
+     READ_PATH),
     (TOOL_RESULT, TOOL_NAME),
     (ASSISTANT_CONTEXT,),
     (INJECTED_CONTEXT,),
@@ -109,7 +164,7 @@ def field_values(obs: Observation) -> tuple[tuple[int, str | None], ...]:
 
     Values may be ``None``; callers skip those.
     """
-    return tuple((fid, getattr(obs, FIELD_ATTRS[fid])) for fid in KIND_FIELDS[field_kind(obs)])
+    return tuple((fid, FIELD_GETTERS[fid](obs)) for fid in KIND_FIELDS[field_kind(obs)])
 
 
 def case_observation(
@@ -127,8 +182,9 @@ def case_observation(
     (one tool request, one tool result, or one message). Raises ``ValueError`` otherwise.
     """
     names = set(fields)
-    unknown = names - set(FIELD_NAMES)
-    if unknown:
+    unknown = names - set(FIELD_NAMES) - {"file_access"}
+    if unknown or names & DERIVED_FIELDS:
+        unknown = unknown or names & DERIVED_FIELDS
         raise ValueError(f"unknown field {sorted(unknown)[0]!r}")
     kw: dict[str, object] = {}
     if names and names <= REQUEST_FIELDS:
@@ -140,6 +196,7 @@ def case_observation(
             "file_path": fields.get("file_path"),
             "url": fields.get("url"),
             "tool_name": fields.get("tool_name"),
+            "file_access": fields.get("file_access"),
         }
     elif names and names <= {"tool_result", "tool_name"}:
         kw = {
@@ -157,7 +214,8 @@ def case_observation(
     else:
         raise ValueError("fields " + ", ".join(sorted(names)) + " do not belong to one observation")
     path = f"case://{session_id}"
-    return make_observation(
+    # A case goes through the normalisation stage, as an acquired observation does.
+    return normalize_observation(make_observation(
         adapter=source_kind,
         source_identity=path,
         coordinate=f"seq:{sequence}",
@@ -167,4 +225,4 @@ def case_observation(
         occurred_at=occurred_at,
         provenance=Provenance(source_kind=source_kind, path=path, line=sequence),
         **{k: v for k, v in kw.items() if v is not None},
-    )
+    ))

@@ -59,6 +59,8 @@ class StepCase(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_de
     user_context: str | None = None
     assistant_context: str | None = None
     injected_context: str | None = None
+    #: The adapter's facet for ``file_path``: ``read`` or ``write``.
+    file_access: Literal["read", "write"] | None = None
     #: Seconds after the case's start at which this observation happened.
     at: float | None = None
     #: Instead of an observation: this many ordinary observations (a benign command each).
@@ -76,6 +78,7 @@ class StepCase(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_de
             "user_context",
             "assistant_context",
             "injected_context",
+            "file_access",
         ):
             value = getattr(self, name)
             if value is not None:

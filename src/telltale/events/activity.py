@@ -81,6 +81,9 @@ class _Telltale(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     attributes: msgspec.Raw | None = None
     message: _Message | None = None
     tool: dict[str, Any] | None = None
+    #: What the normalisation stage read in the tool request (``normalized``, ``program``,
+    #: ``argv``, ``pipeline``, ``written_paths``, ``read_paths``); only with content kept.
+    command: dict[str, Any] | None = None
     usage_total_tokens: int | None = None
     ambiguous: list[str] | None = None
     truncated: list[str] | None = None
@@ -359,6 +362,8 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
                 if keep:
                     doc.url = {"full": _field(obs.url, FIELD_LIMIT, "url.full", truncated)}
                 tool["url_hash"] = value_hash(obs.url)
+            if keep and (obs.programs or obs.written_paths or obs.read_paths):
+                tt.command = _meaning(obs, truncated)
             doc.message = _tool_message("tool_call", obs.tool_name)
         else:
             if action == "other":
@@ -426,6 +431,31 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
     if truncated:
         tt.truncated = truncated
     return doc
+
+
+#: Items of one list of :func:`_meaning` at most (the rest is counted as truncated).
+_MEANING_ITEMS = 32
+
+
+def _meaning(obs: Observation, truncated: list[str]) -> dict[str, Any]:
+    """``telltale.command``: the normalisation stage's fields, redacted and bounded like the command."""
+    out: dict[str, Any] = {}
+    if obs.command_normalized is not None:
+        out["normalized"] = _field(obs.command_normalized, FIELD_LIMIT, "telltale.command.normalized", truncated)
+    for key, value in (
+        ("program", obs.programs),
+        ("argv", obs.argv),
+        ("pipeline", obs.pipelines),
+        ("written_paths", obs.written_paths),
+        ("read_paths", obs.read_paths),
+    ):
+        if value:
+            items = value.split("\n")
+            if len(items) > _MEANING_ITEMS:
+                truncated.append(f"telltale.command.{key}")
+                items = items[:_MEANING_ITEMS]
+            out[key] = [_field(item, FIELD_LIMIT, f"telltale.command.{key}", truncated) for item in items]
+    return out
 
 
 @lru_cache(maxsize=256)

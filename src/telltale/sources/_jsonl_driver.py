@@ -237,10 +237,15 @@ def first_str(args: object, keys: tuple[str, ...]) -> str | None:
 
 
 class ToolFacets:
-    """Which of a tool call's arguments are its command line, file path or URL.
+    """Which of a tool call's arguments are its command line, file path or URL, and
+    whether a file tool reads or writes (the ``file_access`` facet, docs/adapters.md).
 
     Built by each vendor module from its own tool names and argument keys; the
-    lookup itself is the same for every agent.
+    lookup itself is the same for every agent. ``writes`` names the file tools that
+    write (create, edit, patch); ``reads`` those that only read. A file tool in
+    neither leaves ``file_access`` unset and the normalisation stage decides from
+    its arguments (a tool that does both by an argument, such as an editor with a
+    ``view`` command).
     """
 
     def __init__(
@@ -252,12 +257,15 @@ class ToolFacets:
         command_keys: tuple[str, ...] = ("command", "cmd"),
         path_keys: tuple[str, ...] = ("path", "file_path"),
         url_keys: tuple[str, ...] = ("url",),
+        writes: frozenset[str] = frozenset(),
+        reads: frozenset[str] = frozenset(),
     ) -> None:
         self._by_tool: dict[str, tuple[str, tuple[str, ...]]] = {}
         for names, facet, keys in ((urls, "url", url_keys), (files, "file_path", path_keys),
                                    (shell, "command", command_keys)):
             for name in names:
                 self._by_tool[name] = (facet, keys)
+        self._access = {**dict.fromkeys(reads, "read"), **dict.fromkeys(writes, "write")}
 
     def __call__(self, tool: str | None, args: object) -> dict[str, str]:
         if tool is None:
@@ -266,7 +274,10 @@ class ToolFacets:
         if rule is None:
             return {}
         value = first_str(args, rule[1])
-        return {rule[0]: value} if value is not None else {}
+        if value is None:
+            return {}
+        access = self._access.get(tool) if rule[0] == "file_path" else None
+        return {rule[0]: value, "file_access": access} if access is not None else {rule[0]: value}
 
 
 def json_text(value: object) -> str | None:

@@ -112,6 +112,8 @@ AUTHORED_KEYS: Mapping[str, tuple[str, ...]] = {
 #: MultiEdit carries its edit strings one level down, in ``edits[]``.
 MULTIEDIT_AUTHORED = ("old_string", "new_string")
 COMMAND_TOOLS = frozenset({"Bash", "PowerShell"})
+#: Tools of PATH_FIELD that write their path (the others read it): the ``file_access`` facet.
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 PATH_FIELD: Mapping[str, str] = {
     "Read": "file_path",
     "Write": "file_path",
@@ -624,6 +626,7 @@ class _Scan:
         file_path: str | None,
         url: str | None,
         model: str | None,
+        file_access: str | None = None,
     ) -> None:
         t = ctx.t
         err = t.error
@@ -663,6 +666,7 @@ class _Scan:
                     arguments=arguments,
                     command=command,
                     file_path=file_path,
+                    file_access=file_access,
                     url=url,
                     model=model,
                     provider=provider_of(model) if model is not None else None,
@@ -1140,7 +1144,10 @@ class _Scan:
             elif name in URL_FIELD:
                 item = value.get(URL_FIELD[name])
                 url = item if isinstance(item, str) else None
-        self.emit_requested(ctx, ctx.coord + str(index), name, call_id, arguments, command, file_path, url, model)
+        access = None if file_path is None else ("write" if name in WRITE_TOOLS else "read")
+        self.emit_requested(
+            ctx, ctx.coord + str(index), name, call_id, arguments, command, file_path, url, model, access
+        )
 
     def tool_results(self, ctx: _Ctx, rec: _Record, blocks: list[_Block], count: int, index_base: int = 0) -> None:
         detail: _ToolUseResult | None = None

@@ -203,7 +203,8 @@ _AUTHORED_KEYS = (
 
 
 _facets = ToolFacets(
-    shell=_SHELL_TOOLS, files=_FILE_TOOLS, urls=_URL_TOOLS, path_keys=("path", "file_path", "file"),
+    shell=_SHELL_TOOLS, files=_FILE_TOOLS, urls=_URL_TOOLS,
+    writes=frozenset({"write", "edit"}), reads=frozenset({"read"}), path_keys=("path", "file_path", "file"),
 )
 
 

@@ -166,6 +166,8 @@ _AUTHORED_KEYS = ("command", "content", "old_string", "new_string", "prompt")
 
 _facets = ToolFacets(
     shell=_SHELL_TOOLS, files=_FILE_TOOLS, urls=_URL_TOOLS,
+    writes=frozenset({"write_file", "edit", "replace"}),
+    reads=frozenset({"read_file", "list_directory", "glob", "grep", "search_file_content"}),
     command_keys=("command",), path_keys=("file_path", "absolute_path", "path"),
 )
 

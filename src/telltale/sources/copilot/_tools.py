@@ -21,5 +21,8 @@ AUTHORED_KEYS = ("command", "cmd", "file_text", "old_str", "new_str", "content",
 #: ``str_replace_editor`` also has a ``command`` argument, but it names the editor
 #: operation (``view``, ``create``), not a shell command: only shell tools give one.
 facets = ToolFacets(
-    shell=_SHELL_TOOLS, files=_FILE_TOOLS, urls=_URL_TOOLS, path_keys=("path", "file_path", "filePath"),
+    shell=_SHELL_TOOLS, files=_FILE_TOOLS, urls=_URL_TOOLS,
+    # ``str_replace_editor`` views or edits by its own ``command`` argument: left to the stage.
+    writes=frozenset({"edit", "create", "str_replace", "write_file", "insert"}),
+    reads=frozenset({"view", "read_file"}), path_keys=("path", "file_path", "filePath"),
 )

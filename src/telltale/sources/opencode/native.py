@@ -299,6 +299,7 @@ AUTHORED_KEYS: dict[str, tuple[str, ...]] = {
     "shell": ("command",),
 }
 _FILE_TOOLS = frozenset({"read", "write", "edit", "multiedit", "patch", "list"})
+_WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "patch"})
 _URL_TOOLS = frozenset({"webfetch"})
 _SHELL_TOOLS = frozenset({"bash", "shell"})
 
@@ -315,6 +316,7 @@ def tool_facets(tool: str | None, args: object) -> dict[str, str]:
         path = args.get("filePath", args.get("path"))
         if isinstance(path, str):
             facets["file_path"] = path
+            facets["file_access"] = "write" if name in _WRITE_TOOLS else "read"
     if name in _URL_TOOLS and isinstance(args.get("url"), str):
         facets["url"] = args["url"]
     return facets
