@@ -35,6 +35,8 @@ FIXTURE_FILES = {
     "antigravity.history": "antigravity/cli/history.jsonl",
     "antigravity.conversations": "antigravity/conversations/c1.db",
     "antigravity.encrypted": "antigravity/encrypted/implicit/c1.pb",
+    "cursor.ide_global": "cursor/User/globalStorage/state.vscdb",
+    "cursor.ide_workspace": "cursor/User/workspaceStorage/0123abcd/state.vscdb",
 }
 
 
@@ -52,6 +54,8 @@ def test_FIX_5_markers_are_the_flattened_paths_except_data_home() -> None:
         "antigravity/cli",
         "antigravity/conversations",
         "antigravity/encrypted",
+        "cursor/User/globalStorage",
+        "cursor/User/workspaceStorage",
     }
 
 

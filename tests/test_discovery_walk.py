@@ -71,6 +71,8 @@ def test_REG_5_every_registered_kind_is_discoverable(home: Path) -> None:
         "antigravity.history": ".gemini/antigravity-cli/history.jsonl",
         "antigravity.conversations": ".gemini/antigravity/conversations/c.db",
         "antigravity.encrypted": ".gemini/antigravity-cli/implicit/c.pb",
+        "cursor.ide_global": ".config/Cursor/User/globalStorage/state.vscdb",
+        "cursor.ide_workspace": ".config/Cursor/User/workspaceStorage/0123abcd/state.vscdb",
     }
     assert set(layout) == set(KINDS)
     for path in layout.values():

@@ -143,6 +143,7 @@ def _layout_rules() -> dict[str, LayoutRule]:
     return {
         "copilot.session_state": LayoutRule(2, _copilot_session_state_layout),
         cursor.TRANSCRIPT_KIND: LayoutRule(cursor.TRANSCRIPT_DEPTH, cursor.transcript_file, cursor.transcript_dir),
+        cursor.WORKSPACE_DB_KIND: LayoutRule(2, cursor.workspace_db, cursor.workspace_dir),
     }
 
 

@@ -150,6 +150,7 @@ AGENTS: tuple[AgentProbe, ...] = (
         display_name="Cursor",
         executables=("cursor", "cursor-agent"),
         app_data=(AppDataProbe(name="cursor", location="cursor", parts=(".cursor", "extensions")),),
+        posture="cursor",
     ),
     AgentProbe(
         agent="windsurf",

@@ -35,6 +35,7 @@ from telltale.inventory.posture.common import (
 )
 from telltale.inventory.posture.gemini import parse_age_days, read_gemini, read_qwen
 from telltale.inventory.posture.opencode import read_opencode
+from telltale.sources.cursor.posture import read_cursor
 
 #: Posture readers by the key named in ``AgentProbe.posture``.
 READERS: dict[str, Callable[[PostureContext], Posture]] = {
@@ -43,6 +44,7 @@ READERS: dict[str, Callable[[PostureContext], Posture]] = {
     "gemini": read_gemini,
     "qwen": read_qwen,
     "opencode": read_opencode,
+    "cursor": read_cursor,
 }
 
 __all__ = [
@@ -61,6 +63,7 @@ __all__ = [
     "read_bounded",
     "read_claude",
     "read_codex",
+    "read_cursor",
     "read_gemini",
     "read_opencode",
     "read_qwen",

@@ -7,7 +7,11 @@ Cursor's field and tool names live only in this package (formats-more.md §1).
 from __future__ import annotations
 
 from telltale.sources.cursor.layout import TRANSCRIPT_KIND
-from telltale.sources.spec import RootType, SourceSpec
+from telltale.sources.spec import RootType, SourceSpec, StoreLayout
+
+#: The IDE databases: ``<Cursor user dir>/globalStorage/state.vscdb`` and one per workspace.
+GLOBAL_KIND = "cursor.ide_global"
+WORKSPACE_KIND = "cursor.ide_workspace"
 
 SPECS = (
     SourceSpec(
@@ -20,6 +24,32 @@ SPECS = (
         fixture_relative_path="cursor/projects",
         adapter="telltale.sources.cursor.transcripts:CursorTranscriptAdapter",
         description="Cursor agent transcripts (IDE agent and cursor-agent)",
+    ),
+    SourceSpec(
+        client="cursor",
+        kind=GLOBAL_KIND,
+        root_type=RootType.EDITOR_USER,
+        editors=("cursor",),
+        relative_path="globalStorage",
+        file_patterns=("state.vscdb",),
+        recursive=False,
+        layout=StoreLayout.SQLITE,
+        fixture_relative_path="cursor/User/globalStorage",
+        adapter="telltale.sources.cursor.ide:CursorGlobalAdapter",
+        description="Cursor IDE global database (composers and bubbles in cursorDiskKV, older chat panel)",
+    ),
+    SourceSpec(
+        client="cursor",
+        kind=WORKSPACE_KIND,
+        root_type=RootType.EDITOR_USER,
+        editors=("cursor",),
+        relative_path="workspaceStorage",
+        file_patterns=("state.vscdb",),
+        recursive=True,
+        layout=StoreLayout.SQLITE,
+        fixture_relative_path="cursor/User/workspaceStorage",
+        adapter="telltale.sources.cursor.ide:CursorWorkspaceAdapter",
+        description="Cursor IDE workspace databases (composer-to-folder links, older chat panel)",
     ),
 )
 

@@ -13,6 +13,7 @@ a transcript, and the walk does not enter it.
 from __future__ import annotations
 
 TRANSCRIPT_KIND = "cursor.agent_transcripts"
+WORKSPACE_DB_KIND = "cursor.ide_workspace"
 TRANSCRIPTS_DIR = "agent-transcripts"
 SUBAGENTS_DIR = "subagents"
 #: Levels below the store root at which transcripts sit (``<slug>/…/subagents/<id>.jsonl``).
@@ -53,3 +54,12 @@ def transcript_location(relative: tuple[str, ...]) -> tuple[str, str, str | None
     if len(relative) == 5 and relative[3] == SUBAGENTS_DIR:
         return slug, stem, relative[2]
     return None
+
+
+def workspace_db(dirs: tuple[str, ...], name: str) -> bool:
+    """``workspaceStorage/<workspace id>/state.vscdb``, nothing deeper."""
+    return len(dirs) == 1
+
+
+def workspace_dir(dirs: tuple[str, ...], name: str) -> bool:
+    return not dirs
