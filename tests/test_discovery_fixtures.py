@@ -37,6 +37,7 @@ FIXTURE_FILES = {
     "antigravity.encrypted": "antigravity/encrypted/implicit/c1.pb",
     "cursor.ide_global": "cursor/User/globalStorage/state.vscdb",
     "cursor.ide_workspace": "cursor/User/workspaceStorage/0123abcd/state.vscdb",
+    "cursor.cli_chats": "cursor/chats/0123abcd/c1/store.db",
 }
 
 
@@ -56,6 +57,7 @@ def test_FIX_5_markers_are_the_flattened_paths_except_data_home() -> None:
         "antigravity/encrypted",
         "cursor/User/globalStorage",
         "cursor/User/workspaceStorage",
+        "cursor/chats",
     }
 
 

@@ -73,6 +73,7 @@ def test_REG_5_every_registered_kind_is_discoverable(home: Path) -> None:
         "antigravity.encrypted": ".gemini/antigravity-cli/implicit/c.pb",
         "cursor.ide_global": ".config/Cursor/User/globalStorage/state.vscdb",
         "cursor.ide_workspace": ".config/Cursor/User/workspaceStorage/0123abcd/state.vscdb",
+        "cursor.cli_chats": ".cursor/chats/0123abcd/c1/store.db",
     }
     assert set(layout) == set(KINDS)
     for path in layout.values():

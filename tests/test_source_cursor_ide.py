@@ -330,3 +330,65 @@ def test_discovery_ignores_backups_and_sidecars(user: Path) -> None:
     result = discover(DiscoveryOptions(root=str(user.parents[2]), clients=("cursor",), env={}))
     assert len(_kinds(result)) == 2
     os.remove(user / "globalStorage" / "state.vscdb-wal")
+
+
+def _independent(path: Path) -> dict[str, int]:
+    """Counts taken with plain sqlite3 and json, without the adapter."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    counts = {"user": 0, "assistant_text": 0, "tool": 0, "usage": 0, "composers": 0, "bad": 0}
+    try:
+        bubbles: list[Any] = []
+        for key, value in conn.execute("SELECT key, value FROM cursorDiskKV"):
+            if key.startswith("composerData:"):
+                counts["composers"] += 1
+                bubbles.extend(json.loads(value).get("conversation") or [])
+            elif key.startswith("bubbleId:"):
+                try:
+                    bubbles.append(json.loads(value))
+                except ValueError:
+                    counts["bad"] += 1
+        for item in bubbles:
+            if item.get("type") == 1:
+                counts["user"] += 1
+            elif item.get("type") == 2:
+                counts["assistant_text"] += bool((item.get("text") or "").strip())
+                tool = item.get("toolFormerData")
+                counts["tool"] += tool is not None and tool.get("status") != "running"
+                counts["usage"] += bool((item.get("tokenCount") or {}).get("outputTokens"))
+            else:
+                counts["bad"] += 1
+    finally:
+        conn.close()
+    return counts
+
+
+def test_independent_counts_over_the_built_store(user: Path) -> None:
+    path = user / "globalStorage" / "state.vscdb"
+    expected = _independent(path)
+    batches = _run(_global(user))
+    obs = [o for o in _obs(batches) if not (o.session_id or "").startswith("tab-")]
+    assert sum(o.family is Family.SESSION for o in obs) == expected["composers"]
+    assert sum(o.role == "user" for o in obs) == expected["user"]
+    assert sum(o.role == "assistant" for o in obs) == expected["assistant_text"]
+    assert sum(o.stage is Stage.REQUESTED for o in obs) == expected["tool"]
+    assert sum(o.family is Family.USAGE for o in obs) == expected["usage"]
+    assert len(_q(batches)) == expected["bad"]
+
+
+def test_legacy_tab_session_emitted_once_when_the_panel_changes(user: Path) -> None:
+    source = _global(user)
+    first = _run(source)
+    db = _conn(user / "globalStorage" / "state.vscdb")
+    chat = b.legacy_chat()
+    chat["tabs"].append({"tabId": "tab-empty", "bubbles": []})
+    b.put(db, "ItemTable", "workbench.panel.aichat.view.aichat.chatdata", chat)
+    b.close(db)
+    second_batches = _run(source, _last_cursor(first))
+    second = _obs(second_batches)
+    assert [(o.family, o.session_id) for o in second] == [(Family.SESSION, "tab-empty")]
+    db = _conn(user / "globalStorage" / "state.vscdb")
+    chat["tabs"][-1]["bubbles"] = [{"type": "user", "id": "e1", "text": "hi"}]
+    b.put(db, "ItemTable", "workbench.panel.aichat.view.aichat.chatdata", chat)
+    b.close(db)
+    third = _obs(_run(source, _last_cursor(second_batches)))
+    assert [(o.family, o.text) for o in third] == [(Family.MESSAGE, "hi")]

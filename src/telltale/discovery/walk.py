@@ -144,6 +144,7 @@ def _layout_rules() -> dict[str, LayoutRule]:
         "copilot.session_state": LayoutRule(2, _copilot_session_state_layout),
         cursor.TRANSCRIPT_KIND: LayoutRule(cursor.TRANSCRIPT_DEPTH, cursor.transcript_file, cursor.transcript_dir),
         cursor.WORKSPACE_DB_KIND: LayoutRule(2, cursor.workspace_db, cursor.workspace_dir),
+        cursor.CLI_CHATS_KIND: LayoutRule(3, cursor.cli_store),
     }
 
 

@@ -149,7 +149,11 @@ AGENTS: tuple[AgentProbe, ...] = (
         agent="cursor",
         display_name="Cursor",
         executables=("cursor", "cursor-agent"),
-        app_data=(AppDataProbe(name="cursor", location="cursor", parts=(".cursor", "extensions")),),
+        app_data=(
+            AppDataProbe(name="cursor", location="cursor", parts=(".cursor", "extensions")),
+            # cursor-agent keeps its chats here (the CLI need not be on PATH to have run).
+            AppDataProbe(name="cursor-agent", location="cursor", parts=(".cursor", "chats")),
+        ),
         posture="cursor",
     ),
     AgentProbe(

@@ -6,8 +6,8 @@ Cursor's field and tool names live only in this package (formats-more.md §1).
 
 from __future__ import annotations
 
-from telltale.sources.cursor.layout import TRANSCRIPT_KIND
-from telltale.sources.spec import RootType, SourceSpec, StoreLayout
+from telltale.sources.cursor.layout import CLI_CHATS_KIND, TRANSCRIPT_KIND
+from telltale.sources.spec import RootType, SourceSpec, StoreLayout, UnsupportedReason
 
 #: The IDE databases: ``<Cursor user dir>/globalStorage/state.vscdb`` and one per workspace.
 GLOBAL_KIND = "cursor.ide_global"
@@ -50,6 +50,19 @@ SPECS = (
         fixture_relative_path="cursor/User/workspaceStorage",
         adapter="telltale.sources.cursor.ide:CursorWorkspaceAdapter",
         description="Cursor IDE workspace databases (composer-to-folder links, older chat panel)",
+    ),
+    SourceSpec(
+        client="cursor",
+        kind=CLI_CHATS_KIND,
+        root_type=RootType.HOME,
+        relative_path=".cursor/chats",
+        file_patterns=("store.db",),
+        recursive=True,
+        layout=StoreLayout.SQLITE,
+        fixture_relative_path="cursor/chats",
+        adapter="",
+        unsupported=UnsupportedReason.UNKNOWN_FORMAT,
+        description="cursor-agent CLI chats (content-addressed protobuf blobs; no public sample to verify a decoder)",
     ),
 )
 

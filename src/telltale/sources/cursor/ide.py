@@ -449,8 +449,9 @@ class _Run:
             entry = self.state.tabs.setdefault(tab.tabId, _Entry())
             done = _Digests(entry.done)
             mapper = _LegacyMapper(self, tab, row)
-            if not entry.done:
+            if not entry.lu:
                 mapper.session(self.out)
+                entry.lu = 1  # the tab's session was emitted
             for position, bubble in enumerate(tab.bubbles or []):
                 bid = bubble.id or f"index:{position}"
                 d = digest(bid)

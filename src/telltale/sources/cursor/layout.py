@@ -14,6 +14,7 @@ from __future__ import annotations
 
 TRANSCRIPT_KIND = "cursor.agent_transcripts"
 WORKSPACE_DB_KIND = "cursor.ide_workspace"
+CLI_CHATS_KIND = "cursor.cli_chats"
 TRANSCRIPTS_DIR = "agent-transcripts"
 SUBAGENTS_DIR = "subagents"
 #: Levels below the store root at which transcripts sit (``<slug>/…/subagents/<id>.jsonl``).
@@ -63,3 +64,8 @@ def workspace_db(dirs: tuple[str, ...], name: str) -> bool:
 
 def workspace_dir(dirs: tuple[str, ...], name: str) -> bool:
     return not dirs
+
+
+def cli_store(dirs: tuple[str, ...], name: str) -> bool:
+    """``chats/<md5 of the cwd>/<chatId>/store.db``, nothing else."""
+    return len(dirs) == 2
