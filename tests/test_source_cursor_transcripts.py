@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from scan_helpers import read_events, run_cli
 from telltale.discovery import DiscoveryOptions, discover
 from telltale.model import Family, Observation, Quarantine, Stage
+from telltale.normalize.stage import normalize_observation
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
 from telltale.sources.cursor.transcripts import CursorTranscriptAdapter, prompt_time
 from telltale.sources.spec import RootType, Source
@@ -109,6 +110,11 @@ def test_jsonl_chat_maps_messages_tools_facets_and_times(tmp_path: Path) -> None
     assert by_tool["Glob"].file_path == "/w"
     assert by_tool["WebFetch"].url == "https://example.invalid/x"
     assert by_tool["StrReplace"].file_path == "/w/a.py"
+    assert (by_tool["StrReplace"].file_access, by_tool["Read"].file_access) == ("write", "read")
+    assert by_tool["UpdateCurrentStep"].file_access is None
+    # The normalisation stage turns the facet into the path fields rules match on.
+    assert normalize_observation(by_tool["StrReplace"]).written_paths == "/w/a.py"
+    assert normalize_observation(by_tool["Read"]).read_paths == "/home/dev/.aws/credentials"
     assert by_tool["Shell"].occurred_at is None
     assert by_tool["Shell"].attributes == {"turn_started_at": "2026-09-01T05:20:00.000Z"}
     assert all(o.provenance.line is not None for o in obs)
@@ -368,3 +374,34 @@ def test_fixture_tree_every_generation(tmp_path: Path) -> None:
         "5c9a1e77-3b2d-4f80-8e6a-1d4c7b9e2a03.jsonl": (2, 1, 0, 2),
         "3f1d2c4b-0a9e-4b7c-8d6f-5e4a3b2c1d0e.txt": (4, 1, 1, 0),
     }
+
+
+def test_pipeline_rereads_a_held_plain_text_transcript_until_it_settles(tmp_path: Path) -> None:
+    """``Batch.revisit``: an unchanged source whose adapter holds a block is not skipped."""
+    from telltale.pipeline import Scanner, ScanOptions
+
+    home = tmp_path / "home"
+    path = _write(_root(home) / SLUG / "agent-transcripts" / f"{CHAT}.txt", TEXT_TRANSCRIPT)
+    sources = discover(DiscoveryOptions(root=str(home), env={})).sources
+    options = ScanOptions(log_path=str(tmp_path / "e.jsonl"), state_path=str(tmp_path / "s.sqlite"), content="full")
+
+    def scan() -> tuple[str, list[str]]:
+        scanner = Scanner(options)
+        try:
+            report = scanner.scan(sources).sources[0]
+        finally:
+            scanner.close()
+        texts = [e["telltale"].get("message", {}).get("text", "") for e in read_events(tmp_path / "e.jsonl")
+                 if e["event"]["dataset"] == "telltale.activity"]
+        return report.status, texts
+
+    status, texts = scan()
+    assert status == "partial" and "thanks" not in " ".join(texts)
+    status, _ = scan()
+    assert status != "unchanged"  # read again although size and mtime did not move
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    _, texts = scan()
+    assert texts.count("thanks") == 1
+    status, again = scan()
+    assert status == "unchanged" and again == texts

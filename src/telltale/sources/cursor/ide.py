@@ -66,8 +66,9 @@ MAX_COMPOSER_BUBBLES = 20_000
 #: A batch is cut after this many input bytes or composers (each batch's cursor resumes).
 WINDOW_BYTES = 8 << 20
 WINDOW_COMPOSERS = 200
-#: Keys per ``IN (...)`` query.
+#: Keys per ``IN (...)`` query; composer index rows per page.
 IN_CHUNK = 500
+INDEX_PAGE = 5_000
 #: Bytes of a bubble digest in the cursor (48 bits: 8 base64 characters).
 DIGEST_BYTES = 6
 
@@ -246,22 +247,28 @@ class _Run:
     def composers(self) -> Iterator[Batch]:
         if "cursorDiskKV" not in self.tables:
             return
-        index = self.snap.query_all(
-            "SELECT key, length(value) AS size,"
-            " CASE WHEN json_valid(CAST(value AS TEXT)) THEN json_extract(CAST(value AS TEXT), '$.lastUpdatedAt') END"
-            " AS lu FROM cursorDiskKV WHERE key >= ? AND key < ?",
-            (w.COMPOSER_PREFIX, w.COMPOSER_PREFIX[:-1] + ";"),
-        )
-        self.snap.admission = Admission()
         present: set[str] = set()
         order: list[tuple[int, str, int]] = []
-        for row in index:
-            key = row["key"]
-            if not isinstance(key, str) or not key.startswith(w.COMPOSER_PREFIX):
-                continue
-            cid = key[len(w.COMPOSER_PREFIX):]
-            present.add(cid)
-            order.append((_ms(row["lu"]), cid, _ms(row["size"])))
+        after = w.COMPOSER_PREFIX
+        while True:  # the index in key pages, each admitted on its own
+            previous = after
+            page = self.snap.query_all(
+                "SELECT key, length(value) AS size,"
+                " CASE WHEN json_valid(CAST(value AS TEXT)) THEN json_extract(CAST(value AS TEXT), '$.lastUpdatedAt')"
+                " END AS lu FROM cursorDiskKV WHERE key > ? AND key < ? ORDER BY key LIMIT ?",
+                (after, w.COMPOSER_PREFIX[:-1] + ";", INDEX_PAGE),
+            )
+            self.snap.admission = Admission()
+            for row in page:
+                key = row["key"]
+                if not isinstance(key, str) or not key.startswith(w.COMPOSER_PREFIX):
+                    continue
+                after = key
+                cid = key[len(w.COMPOSER_PREFIX):]
+                present.add(cid)
+                order.append((_ms(row["lu"]), cid, _ms(row["size"])))
+            if len(page) < INDEX_PAGE or after == previous:
+                break
         order.sort()
         for lu, cid, size in order:
             entry = self.state.composers.get(cid)

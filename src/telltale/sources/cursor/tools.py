@@ -15,14 +15,19 @@ from typing import Any
 SHELL_TOOLS = frozenset({
     "Shell", "run_terminal_cmd", "run_terminal_command", "run_terminal_command_v2",
 })
-#: Tools that read, write, delete or list a path.
-FILE_TOOLS = frozenset({
-    "Read", "Write", "StrReplace", "Delete", "EditNotebook", "Glob", "Grep", "LS", "ReadLints",
-    "ApplyPatch", "MultiEdit", "Edit",
-    "read_file", "read_file_v2", "edit_file", "edit_file_v2", "search_replace", "write", "reapply",
-    "delete_file", "apply_patch", "edit_notebook", "list_dir", "list_directory", "grep", "ripgrep",
-    "grep_search", "file_search", "glob_file_search",
+#: File tools that only read (or list, or search) their path: the ``file_access`` facet.
+READ_TOOLS = frozenset({
+    "Read", "Glob", "Grep", "LS", "ReadLints",
+    "read_file", "read_file_v2", "list_dir", "list_directory", "grep", "ripgrep", "grep_search",
+    "file_search", "glob_file_search",
 })
+#: File tools that create, edit, patch or delete their path.
+WRITE_TOOLS = frozenset({
+    "Write", "StrReplace", "Delete", "EditNotebook", "ApplyPatch", "MultiEdit", "Edit",
+    "edit_file", "edit_file_v2", "search_replace", "write", "reapply", "delete_file", "apply_patch",
+    "edit_notebook",
+})
+FILE_TOOLS = READ_TOOLS | WRITE_TOOLS
 #: Tools that fetch a URL.
 URL_TOOLS = frozenset({"WebFetch", "mcp_web_fetch", "fetch", "web_fetch", "fetch_url"})
 
@@ -50,7 +55,10 @@ def _first(args: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
 
 
 def facets(tool: str | None, *argument_sets: object) -> dict[str, str]:
-    """The canonical facet of one tool call, from the first argument set that has it.
+    """The canonical facets of one tool call, from the first argument set that has them.
+
+    A listed file tool also says whether it reads or writes its path (``file_access``),
+    so written and read paths reach the same rules as shell redirections do.
 
     A tool we do not list still gets a path or URL facet when its arguments carry an
     unambiguous key for one (MCP tools and new tools keep feeding path and URL rules);
@@ -73,7 +81,11 @@ def facets(tool: str | None, *argument_sets: object) -> dict[str, str]:
             continue
         value = _first(args, PATH_KEYS)
         if value is not None:
-            return {"file_path": value}
+            if tool in WRITE_TOOLS:
+                return {"file_path": value, "file_access": "write"}
+            if tool in READ_TOOLS:
+                return {"file_path": value, "file_access": "read"}
+            return {"file_path": value}  # the normalisation stage decides from the arguments
         if tool not in FILE_TOOLS:
             value = _first(args, ("url",))
             if value is not None:
