@@ -30,12 +30,18 @@ import msgspec
 from telltale.errors import SourceError, UnsupportedSource, UsageError
 from telltale.events.activity import activity_lines
 from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now
-from telltale.events.health import operational_alert, scan_summary, scanner_error, source_unsupported
+from telltale.events.health import (
+    operational_alert,
+    scan_summary,
+    scanner_error,
+    source_health,
+    source_unsupported,
+)
 from telltale.model import Observation, Quarantine
 from telltale.normalize.stage import normalize_batch
 from telltale.sinks import outbox
 from telltale.sinks.jsonl import JsonlSink
-from telltale.sources.base import AcquireContext, HistoryMode
+from telltale.sources.base import AcquireContext, HistoryMode, SourceHealth
 from telltale.sources.registry import adapter_for, unsupported_reason
 from telltale.sources.spec import Source
 from telltale.state import CursorUpdate, PendingWindow, StateStore, source_key
@@ -344,6 +350,8 @@ class Scanner:
                     if batch.revisit:
                         fp = None  # read it again next time, changed or not
                     self._quarantine(report, batch.quarantined)
+                    if batch.health and not opts.dry_run:
+                        staged.add([_item(self._source_health(source, h)) for h in batch.health])
                     # Normalisation: each command as the shell will run it, paths by access.
                     observations = normalize_batch(batch.observations) if batch.observations else []
                     if not opts.dry_run and observations:
@@ -517,6 +525,12 @@ class Scanner:
         )
         window.add([_item(doc)])
         window.unsupported[key] = reported[key] = reason
+
+    def _source_health(self, source: Source, health: SourceHealth) -> dict[str, Any]:
+        return source_health(
+            kind=source.kind, client=source.client, path=source.path, reason=health.reason,
+            identity=health.identity, fields=health.fields, observed_at=utc_now(),
+        )
 
     def _quarantine(self, report: SourceReport, items: Iterable[Quarantine]) -> None:
         for item in items:

@@ -48,6 +48,8 @@ from telltale.sources.spec import RootType, Source, SourceSpec
 _ENV_EXTRAS: dict[str, tuple[str, str]] = {
     "claude.projects": ("CLAUDE_CONFIG_DIR", "projects"),
     "copilot.session_state": ("COPILOT_HOME", "session-state"),
+    "continue.sessions": ("CONTINUE_GLOBAL_DIR", "sessions"),
+    "continue.dev_data": ("CONTINUE_GLOBAL_DIR", "dev_data"),
 }
 
 
@@ -158,7 +160,8 @@ def _editor_pairs(
             if spec.editors and user_dir.editor.id not in spec.editors:
                 continue
             target = WalkTarget(spec=spec, root_type=RootType.EDITOR_USER, found_by=user_dir.found_by)
-            pairs.append((resolve_below(probe, user_dir.path, spec.relative_path), target))
+            for relative in (spec.relative_path, *spec.also_relative_paths):
+                pairs.append((resolve_below(probe, user_dir.path, relative), target))
     return pairs
 
 

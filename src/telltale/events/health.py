@@ -97,3 +97,29 @@ def source_unsupported(
     doc["telltale"].update({"client": client, "source": source})
     doc["message"] = f"source {kind} cannot be read: {reason}"
     return doc
+
+
+def source_health(
+    *, kind: str, client: str, path: str, reason: str, identity: str, fields: dict[str, int | str],
+    observed_at: str,
+) -> dict[str, Any]:
+    """A record health event an adapter raised about its source (``source_reordered``...).
+
+    The id is a pure function of the source (kind, path, reason, the fingerprint of the
+    state it is about), never of the scan: it is committed with the source's cursor, so it
+    is emitted once however often the scan is interrupted.
+    """
+    doc = base_event(
+        event_id=_event_id(kind, path, reason, identity),
+        dataset="telltale.health",
+        action=reason,
+        timestamp=None,
+        observed_at=observed_at,
+    )
+    doc["event"].update({"category": ["host"], "type": ["change"], "severity": 21})
+    doc["log"] = {"level": "warning"}
+    doc["telltale"].update(
+        {"client": client, "source": {"kind": kind, "path_hash": path_hash(path)}, "health": dict(fields)}
+    )
+    doc["message"] = f"source {kind}: {reason}"
+    return doc

@@ -39,6 +39,20 @@ class AcquireContext(msgspec.Struct, kw_only=True):
     now: float = 0.0
 
 
+class SourceHealth(msgspec.Struct, frozen=True, kw_only=True):
+    """A record health event an adapter raises about its own source.
+
+    ``reason`` is the event's action (``source_reordered``, ``source_unparseable``);
+    ``identity`` names the source state it is about (a content fingerprint), so the event
+    id is a pure function of the source: raised again for the same state, it is the same
+    event. ``fields`` are small, content-free counts and tokens.
+    """
+
+    reason: str
+    identity: str
+    fields: dict[str, int | str] = {}
+
+
 class Batch(msgspec.Struct, kw_only=True):
     """A window of one source's acquisition.
 
@@ -58,6 +72,8 @@ class Batch(msgspec.Struct, kw_only=True):
     #: True when the adapter holds data that only time can settle (a block whose end is
     #: not marked): the source is read again by the next scan even if it did not change.
     revisit: bool = False
+    #: Health events about the source, committed with this batch's cursor.
+    health: list[SourceHealth] = []
 
 
 class Adapter(Protocol):

@@ -10,7 +10,7 @@ import importlib
 from functools import cache
 
 from telltale.errors import UsageError
-from telltale.sources import antigravity, claude, codex, copilot, cursor, openclaw, opencode, qwen
+from telltale.sources import antigravity, claude, cline, codex, continue_, copilot, cursor, openclaw, opencode, qwen
 from telltale.sources.base import Adapter
 from telltale.sources.spec import SourceSpec
 
@@ -24,6 +24,8 @@ REGISTRY: tuple[SourceSpec, ...] = (
     *copilot.SPECS,
     *cursor.SPECS,
     *antigravity.SPECS,
+    *cline.SPECS,
+    *continue_.SPECS,
 )
 
 CLIENTS: tuple[str, ...] = tuple(dict.fromkeys(spec.client for spec in REGISTRY))
