@@ -100,8 +100,12 @@ class DocumentHandler(Protocol):
         """The entry's own id (a timestamp, a message id), or ``None``."""
         ...
 
-    def begin(self, entries: Sequence[Any | None]) -> None:
-        """See the whole document once (``None`` for entries that did not decode)."""
+    def begin(self, entries: Sequence[Any | None], fresh: bool) -> None:
+        """See the whole document once (``None`` for entries that did not decode).
+
+        ``fresh`` is true when nothing of the document was accounted for before: the
+        moment for once-per-document observations (the session's start).
+        """
         ...
 
     def settled(self, index: int) -> bool:
@@ -230,7 +234,7 @@ def acquire_document(
                 },
             )
         )
-    handler.begin(entries)
+    handler.begin(entries, not prior.keys)
     accounted: set[str] = set()
     observations: list[Observation] = []
     held = False

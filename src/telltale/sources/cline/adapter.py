@@ -83,6 +83,8 @@ class _TaskHandler:
         self.info = TaskInfo(task_dir)
         self.identity = f"{fork.client}:{self.task_id}"
         self.cwd = self.info.cwd
+        self.fresh = True
+        self.session_emitted = False
 
     def split(self, data: bytes) -> list[msgspec.Raw]:
         return wire.api_split.decode(data)
@@ -120,8 +122,9 @@ class ApiHistoryHandler(_TaskHandler):
     def native_id(self, entry: wire.ApiMessage) -> str | None:
         return f"ts:{entry.ts}" if entry.ts is not None else None
 
-    def begin(self, entries: Sequence[Any | None]) -> None:
+    def begin(self, entries: Sequence[Any | None], fresh: bool) -> None:
         self.entries = entries
+        self.fresh = fresh
         for entry in entries:
             if entry is not None and entry.role == "user":
                 for text in _texts(entry):
@@ -145,7 +148,8 @@ class ApiHistoryHandler(_TaskHandler):
         info = entry.modelInfo
         model = (info.modelId if info else None) or self.info.model
         provider = (info.providerId if info else None) or self.info.provider
-        if index == 0:
+        if self.fresh and not self.session_emitted:
+            self.session_emitted = True
             attributes = {"extension": self.fork.extension_ids[0]}
             if self.info.mode:
                 attributes["mode"] = self.info.mode[:256]
@@ -312,8 +316,9 @@ class UiMessagesHandler(_TaskHandler):
     def native_id(self, entry: wire.UiMessage) -> str | None:
         return f"ts:{entry.ts}"
 
-    def begin(self, entries: Sequence[Any | None]) -> None:
+    def begin(self, entries: Sequence[Any | None], fresh: bool) -> None:
         self.entries = entries
+        self.fresh = fresh
         for index, entry in enumerate(entries):
             if entry is None or entry.say != "api_req_started":
                 continue

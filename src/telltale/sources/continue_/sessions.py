@@ -104,6 +104,8 @@ class SessionHandler:
         #: Call ids answered by a ``role:"tool"`` message anywhere in the session.
         self.answered: set[str] = set()
         self.names: dict[str, str] = {}
+        self.fresh = True
+        self.session_emitted = False
 
     # DocumentHandler protocol
     def split(self, data: bytes) -> list[msgspec.Raw]:
@@ -122,8 +124,9 @@ class SessionHandler:
     def session_id(self) -> str | None:
         return self.sid
 
-    def begin(self, entries: Sequence[Any | None]) -> None:
+    def begin(self, entries: Sequence[Any | None], fresh: bool) -> None:
         self.items = entries
+        self.fresh = fresh
         for item in entries:
             if item is None:
                 continue
@@ -154,7 +157,8 @@ class SessionHandler:
         common = self._common(index, key)
         identity = f"{CLIENT}:{self.sid}"
         model, provider = self._model(item)
-        if index == 0:
+        if self.fresh and not self.session_emitted:
+            self.session_emitted = True
             attributes = {"mode": self.head.mode[:256]} if self.head.mode else {}
             created = self.index.created_at(os.path.dirname(self.source.path), self.sid)
             rec.add(
