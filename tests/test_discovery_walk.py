@@ -74,6 +74,11 @@ def test_REG_5_every_registered_kind_is_discoverable(home: Path) -> None:
         "cursor.ide_global": ".config/Cursor/User/globalStorage/state.vscdb",
         "cursor.ide_workspace": ".config/Cursor/User/workspaceStorage/0123abcd/state.vscdb",
         "cursor.cli_chats": ".cursor/chats/0123abcd/c1/store.db",
+        "cline.tasks": ".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1/ui_messages.json",
+        "roo.tasks": ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/2/ui_messages.json",
+        "kilo.legacy_tasks": ".config/Code/User/globalStorage/kilocode.kilo-code/tasks/3/ui_messages.json",
+        "continue.sessions": ".continue/sessions/s1.json",
+        "continue.dev_data": ".continue/dev_data/0.2.0/tokensGenerated.jsonl",
     }
     assert set(layout) == set(KINDS)
     for path in layout.values():
