@@ -203,6 +203,6 @@ def test_specs_are_editor_user_stores_with_the_fork_extension_ids() -> None:
     assert [s.kind for s in SPECS] == ["cline.tasks", "roo.tasks", "kilo.legacy_tasks"]
     assert all(s.root_type is RootType.EDITOR_USER for s in SPECS)
     assert SPECS[0].relative_path == "globalStorage/saoudrizwan.claude-dev/tasks"
-    assert SPECS[1].alternate_paths == ("globalStorage/roo-code.roo-cline/tasks",)
+    assert SPECS[1].also_relative_paths == ("globalStorage/roo-code.roo-cline/tasks",)
     assert SPECS[0].matches("ui_messages.json") and SPECS[0].matches("api_conversation_history.json")
     assert not SPECS[0].matches("task_metadata.json")
