@@ -6,13 +6,34 @@ reason, never transcript text.
 
 from __future__ import annotations
 
+from typing import Any
+
+from telltale.exitcodes import ExitCode
+
 
 class TelltaleError(Exception):
-    """Base of every error Telltale raises on purpose."""
+    """Base of every error Telltale raises on purpose; ``exit_code`` is what the CLI returns."""
+
+    exit_code: ExitCode = ExitCode.FAILED
 
 
 class UsageError(TelltaleError):
     """Bad command-line usage or configuration: exit code 2, one clear line."""
+
+    exit_code = ExitCode.USAGE
+
+
+class StateLocked(TelltaleError):
+    """Another writer holds the state's lock (exit 75). ``holder`` is a ``LockHolder`` or None."""
+
+    exit_code = ExitCode.LOCKED
+
+    def __init__(self, lock_path: str, holder: Any = None) -> None:
+        self.lock_path = lock_path
+        self.holder = holder
+        who = holder.describe() if holder is not None else "another process (holder not known)"
+        state = lock_path.removesuffix(".lock")
+        super().__init__(f"state {state} is in use by {who}; try again later or pass --wait-lock SECONDS")
 
 
 class ConfigError(UsageError):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import platformdirs
@@ -14,6 +15,7 @@ from telltale.delivery import Delivery
 from telltale.discovery import DiscoveryOptions, DiscoveryResult, discover
 from telltale.errors import UsageError
 from telltale.events.envelope import ContentMode
+from telltale.lock import LockHolder, writer_lock
 from telltale.pipeline import WINDOW_BYTES, Detector, Scanner, ScanOptions, refuse_paths_inside_stores
 
 
@@ -183,3 +185,37 @@ def is_tty(stream: Any = None) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def add_wait_lock_argument(parser: argparse.ArgumentParser, *, loop: bool = False) -> None:
+    extra = " (--interval-seconds: each scan waits as long as it takes unless this is given)" if loop else ""
+    parser.add_argument(
+        "--wait-lock",
+        type=float,
+        metavar="SECONDS",
+        help="when another writer holds the state, wait up to SECONDS for it (printing who holds it) instead "
+        f"of exiting 75 at once{extra}",
+    )
+
+
+@contextlib.contextmanager
+def state_lock(
+    state_path: str,
+    command: str,
+    *,
+    dry_run: bool = False,
+    wait: float | None = 0.0,
+    stop: Callable[[], bool] | None = None,
+) -> Iterator[None]:
+    """Hold the state's writer lock for one run (or one loop iteration); a dry run takes none."""
+    if dry_run:
+        yield
+        return
+
+    def waiting(holder: LockHolder | None) -> None:
+        who = holder.describe() if holder is not None else "another process"
+        limit = "" if wait is None else f" (up to {wait:g}s)"
+        print(f"telltale: state {state_path} is in use by {who}; waiting{limit}", file=sys.stderr, flush=True)
+
+    with writer_lock(state_path, command, wait=wait, on_wait=waiting, stop=stop):
+        yield

@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from telltale.cli.common import add_wait_lock_argument, state_lock
 from telltale.errors import UsageError
 
 
@@ -83,10 +84,13 @@ def _retry_blocked(args: argparse.Namespace) -> int:
     from telltale.sinks.outbox import retry_blocked
 
     path = _state_path(args)
-    try:
-        n = retry_blocked(path, args.sink)
-    except FileNotFoundError:
-        raise UsageError(f"no state database at {path} (use --state-path)") from None
+    if not os.path.exists(path):
+        raise UsageError(f"no state database at {path} (use --state-path)")
+    with state_lock(path, "delivery retry-blocked", wait=args.wait_lock or 0.0):
+        try:
+            n = retry_blocked(path, args.sink)
+        except FileNotFoundError:
+            raise UsageError(f"no state database at {path} (use --state-path)") from None
     print(f"{args.sink}: {n} item(s) released for delivery")
     return 0
 
@@ -120,7 +124,8 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"no state database at {path} (use --state-path)")
     sinks = [build_sink(loaded, name, out) for name, out in remote.items()]
     policies = {name: policy_of(out) for name, out in remote.items()}
-    with Deliverer(path, sinks, policies=policies) as deliverer:
+    with state_lock(path, "delivery run", wait=args.wait_lock or 0.0), \
+            Deliverer(path, sinks, policies=policies) as deliverer:
         report = deliverer.run_once()
     if args.json:
         print(json.dumps(_report_json(report), indent=2))
@@ -152,10 +157,12 @@ def register(subparsers: Any) -> None:
     p = sub.add_parser("retry-blocked", help="lift an output's block after fixing its credentials or endpoint")
     common(p)
     p.add_argument("--sink", required=True, metavar="NAME", help="the output's name in the outputs file")
+    add_wait_lock_argument(p)
     p.set_defaults(handler=_retry_blocked)
 
     p = sub.add_parser("run", help="deliver what is due now, once")
     common(p)
     p.add_argument("--sink", action="append", metavar="NAME", help="only this output (repeatable)")
     p.add_argument("--json", action="store_true")
+    add_wait_lock_argument(p)
     p.set_defaults(handler=_run)

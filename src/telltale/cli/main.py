@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 
 from telltale import __version__
-from telltale.errors import TelltaleError, UsageError
+from telltale.errors import TelltaleError
+from telltale.exitcodes import EPILOG, ExitCode
 
 #: Command modules under ``telltale.cli``, in help order.
 COMMANDS: tuple[str, ...] = ("sources", "scan", "watch", "inventory", "config", "delivery", "export", "rules")
@@ -24,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="telltale",
         description="Find AI coding-agent session stores, acquire their activity, detect risky "
         "behaviour and emit redacted telemetry.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"telltale {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -51,18 +56,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
-        return 2
+        return ExitCode.USAGE
     _tune_gc()
     try:
         code: int = handler(args)
         return code
-    except UsageError as exc:
-        print(f"telltale: error: {exc}", file=sys.stderr)
-        return 2
     except TelltaleError as exc:
         print(f"telltale: error: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.SIGINT
     except BrokenPipeError:
-        return 0
+        return ExitCode.OK
+    except Exception as exc:  # a bug: one line (no traceback, no data in it) unless debugging
+        if os.environ.get("TELLTALE_DEBUG"):
+            traceback.print_exc(file=sys.stderr)
+        print(
+            f"telltale: internal error: {type(exc).__name__} (set TELLTALE_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
+        return ExitCode.FAILED

@@ -13,15 +13,18 @@ import msgspec
 
 from telltale.cli.common import (
     add_scan_arguments,
+    add_wait_lock_argument,
     checked_discovery,
     is_tty,
     load_delivery,
     load_detector,
     make_scanner,
     scan_options,
+    state_lock,
 )
 from telltale.delivery import deliver_after_scan
-from telltale.errors import UsageError
+from telltale.errors import StateLocked, UsageError
+from telltale.exitcodes import ExitCode
 from telltale.pipeline import ScanResult
 
 
@@ -56,6 +59,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--install-inventory-disabled", action="store_true", help="never take the inventory")
     parser.add_argument("--scanner-error-threshold", type=int, default=10, metavar="N")
     parser.add_argument("--scan-duration-threshold-seconds", type=float, default=300.0, metavar="S")
+    add_wait_lock_argument(parser, loop=True)
     add_scan_arguments(parser)
     parser.set_defaults(handler=run)
 
@@ -78,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--interval-seconds must be positive")
     if args.max_sources is not None and args.max_sources < 0:
         raise UsageError("--max-sources must not be negative")
+    if args.wait_lock is not None and args.wait_lock < 0:
+        raise UsageError("--wait-lock must not be negative")
     history_all = args.history == "all"
     delivery = load_delivery(args)
     options = scan_options(
@@ -96,17 +102,38 @@ def run(args: argparse.Namespace) -> int:
     iteration = 0
     while True:
         iteration += 1
-        code = _one_scan(args, options, detector, delivery)
-        if code != 0 or args.interval_seconds is None:
+        if args.interval_seconds is None:
+            return _one_scan(args, options, detector, delivery, wait=args.wait_lock or 0.0)
+        try:
+            # A periodic scan waits for another writer (a cron scan, a watch) to finish.
+            code = _one_scan(args, options, detector, delivery, wait=args.wait_lock, stop=stop.event.is_set)
+        except StateLocked as exc:
+            if stop.event.is_set():
+                return ExitCode.OK
+            print(f"telltale: error: {exc}", file=sys.stderr)
+            code = ExitCode.LOCKED  # this iteration only: the loop keeps running (DECISIONS)
+        if code not in (ExitCode.OK, ExitCode.WARNINGS, ExitCode.LOCKED):
             return code
         if args.iterations is not None and iteration >= args.iterations:
-            return 0
+            return code
         if stop.event.wait(args.interval_seconds):
-            return 0
+            return ExitCode.OK
 
 
-def _one_scan(args: argparse.Namespace, options: Any, detector: Any, delivery: Any) -> int:
+def _command(args: argparse.Namespace) -> str:
+    return "scan --once" if args.interval_seconds is None else f"scan --interval-seconds {args.interval_seconds:g}"
+
+
+def _one_scan(
+    args: argparse.Namespace, options: Any, detector: Any, delivery: Any, *, wait: float | None,
+    stop: Any = None,
+) -> int:
     discovery = checked_discovery(args, options)
+    with state_lock(options.state_path, _command(args), dry_run=options.dry_run, wait=wait, stop=stop):
+        return _locked_scan(args, options, detector, delivery, discovery)
+
+
+def _locked_scan(args: argparse.Namespace, options: Any, detector: Any, delivery: Any, discovery: Any) -> int:
     for issue in discovery.errors:
         print(f"telltale: discovery: {issue.reason}: {issue.path}", file=sys.stderr)
     if not discovery.sources:

@@ -25,8 +25,9 @@ from telltale.cli.common import (
     load_detector,
     make_scanner,
     scan_options,
+    state_lock,
 )
-from telltale.errors import UsageError
+from telltale.errors import StateLocked, UsageError
 from telltale.pipeline import ScanResult
 from telltale.watch.loop import DEFAULT_POLL_RATE, AlertQueue, ScanRequest, WatchConfig, WatchSession
 from telltale.watch.native import DEFAULT_MAX_WATCHES
@@ -133,18 +134,35 @@ def run(args: argparse.Namespace) -> int:
             "initial scan runs (use --rescan-interval-seconds to look again periodically).",
             file=sys.stderr,
         )
-    scanner = make_scanner(options, detector, extra_events=alerts.hook(inventory))
+    stopping = threading.Event()
+
+    def locked() -> Any:
+        # One writer per state: each scan holds the lock from its first read of the state to
+        # its last commit, waiting for a `scan` (cron) or another watch between iterations.
+        return state_lock(options.state_path, "watch", dry_run=options.dry_run, wait=None, stop=stopping.is_set)
+
+    try:
+        with locked():  # opening the state creates its schema: a write
+            scanner = make_scanner(options, detector, extra_events=alerts.hook(inventory))
+    except StateLocked:
+        return 0  # stopped while waiting for the first lock
     base = scanner.options
 
-    def scan(request: ScanRequest) -> ScanResult:
-        # Same options for every scan; only whether it is a targeted (watch-triggered) one differs.
-        scanner.options = dataclasses.replace(base, targeted=request.targeted)
-        result = scanner.scan(request.sources, discovery_errors=request.discovery_errors)
-        delivered: dict[str, Any] = {}
-        if options.remote_sinks:
-            from telltale.delivery import deliver_after_scan
+    def scan(request: ScanRequest) -> ScanResult | None:
+        try:
+            with locked():
+                # Same options for every scan; only whether it is a targeted (watch-triggered) one differs.
+                scanner.options = dataclasses.replace(base, targeted=request.targeted)
+                result = scanner.scan(request.sources, discovery_errors=request.discovery_errors)
+                delivered: dict[str, Any] = {}
+                if options.remote_sinks:
+                    from telltale.delivery import deliver_after_scan
 
-            delivered = deliver_after_scan(delivery, scanner, options.state_path, seconds=args.delivery_seconds)
+                    delivered = deliver_after_scan(
+                        delivery, scanner, options.state_path, seconds=args.delivery_seconds
+                    )
+        except StateLocked:
+            return None  # stopped while waiting: the loop sees the stop next
         _print_line(result, request, as_json=as_json, delivery=delivered)
         return result
 
@@ -152,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         config, discover=lambda: checked_discovery(args, options), scan=scan, alerts=alerts,
         changed=scanner.changed_sources,
     )
-    restore = _install_stop(session)
+    restore = _install_stop(session, stopping)
     try:
         return session.run(first)
     finally:
@@ -166,7 +184,7 @@ def _inventory_hook(args: argparse.Namespace) -> Any:
     return inventory_hook(args)
 
 
-def _install_stop(session: WatchSession) -> Any:
+def _install_stop(session: WatchSession, stopping: threading.Event) -> Any:
     """SIGINT/SIGTERM: stop after the scan in progress has written and committed.
 
     The handler only starts a thread that wakes the loop: it runs on the main thread,
@@ -174,6 +192,7 @@ def _install_stop(session: WatchSession) -> Any:
     """
 
     def handler(_sig: int, _frame: Any) -> None:
+        stopping.set()  # ends a wait for the state lock
         threading.Thread(target=session.request_stop, name="telltale-watch-stop", daemon=True).start()
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
