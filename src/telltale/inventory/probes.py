@@ -166,11 +166,13 @@ AGENTS: tuple[AgentProbe, ...] = (
         agent="cline",
         display_name="Cline",
         extensions=("saoudrizwan.claude-dev",),
+        posture="cline",
     ),
     AgentProbe(
         agent="roo-code",
         display_name="Roo Code",
         extensions=("rooveterinaryinc.roo-cline",),
+        posture="roo",
     ),
     AgentProbe(
         agent="kilo-code",
@@ -178,6 +180,7 @@ AGENTS: tuple[AgentProbe, ...] = (
         executables=("kilocode",),
         packages=("@kilocode/cli",),
         extensions=("kilocode.kilo-code",),
+        posture="kilo",
     ),
 )
 

@@ -35,10 +35,14 @@ from telltale.inventory.posture.common import (
 )
 from telltale.inventory.posture.gemini import parse_age_days, read_gemini, read_qwen
 from telltale.inventory.posture.opencode import read_opencode
+from telltale.sources.cline.posture import read_cline, read_kilo, read_roo
 from telltale.sources.cursor.posture import read_cursor
 
 #: Posture readers by the key named in ``AgentProbe.posture``.
 READERS: dict[str, Callable[[PostureContext], Posture]] = {
+    "cline": read_cline,
+    "roo": read_roo,
+    "kilo": read_kilo,
     "claude": read_claude,
     "codex": read_codex,
     "gemini": read_gemini,
