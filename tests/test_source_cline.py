@@ -71,8 +71,9 @@ def _by(obs: list[Observation], family: Family, stage: Stage | None = None) -> l
         ("roo", roo_native_api(), None, {"id": "1760534080239", "workspace": "/home/dev/roo", "mode": "code"}),
         ("roo", roo_xml_api(), None, {"workspace": "/home/dev/roo"}),
         ("kilo", xml_era_api(), KILO_METADATA, None),
+        ("kilo", native_era_api(), KILO_METADATA, None),
     ],
-    ids=["cline-xml", "cline-native", "roo-native", "roo-xml", "kilo-xml"],
+    ids=["cline-xml", "cline-native", "roo-native", "roo-xml", "kilo-xml", "kilo-native"],
 )
 def test_tool_calls_and_results_match_independent_counts(
     tmp_path: Path, client: str, api: list[dict[str, Any]], meta: dict[str, Any] | None, item: dict[str, Any] | None

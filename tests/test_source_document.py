@@ -7,11 +7,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extension_fixtures import native_era_api, ui_messages, write_task, xml_era_api
+from scan_helpers import read_events, run_cli
+from telltale.errors import SourceError
 from telltale.model import Family, Stage
+from telltale.sources import _document as document
 from telltale.sources._document import UNPARSEABLE_SCANS, entry_keys, order_changes
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
 from telltale.sources.cline import ClineTaskAdapter
@@ -203,3 +207,45 @@ def test_keys_and_order_changes() -> None:
     assert order_changes(["a", "b", "c"], ["a", "c", "b"]) == (0, 1)
     assert order_changes(["a", "b", "c"], ["a", "b"]) == (1, 0)
     assert order_changes(["a", "b"], ["a", "b", "c"]) == (0, 0)
+
+
+def test_oversized_entry_is_quarantined_once_and_oversized_document_fails_the_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = native_era_api()
+    api[2]["content"].append({"type": "text", "text": "x" * 5_000})
+    task = write_task(tmp_path, "1", api=api)
+    path = task / "api_conversation_history.json"
+    monkeypatch.setattr(document, "MAX_ENTRY_BYTES", 4_096)
+    first = _scan(path, None)
+    assert [(q.reason, q.row) for q in first.quarantined] == [("oversized_entry", "entry:2")]
+    assert len([o for o in first.observations if o.stage is Stage.REQUESTED]) == 3
+    assert _scan(path, first.cursor).quarantined == []
+    monkeypatch.setattr(document, "MAX_DOCUMENT_BYTES", 1_024)
+    with pytest.raises(SourceError) as err:
+        _scan(path, first.cursor)
+    assert err.value.reason == "over_budget"
+
+
+def test_unparseable_document_through_the_cli_is_reported_once_and_retried(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    tasks = home / ".config" / "Code" / "User" / "globalStorage" / "saoudrizwan.claude-dev" / "tasks"
+    task = write_task(tasks, "1", api=xml_era_api())
+    out = tmp_path / "out"
+    args = ["scan", "--once", "--root", str(home), "--log-path", str(out / "e.jsonl"),
+            "--state-path", str(out / "s.sqlite"), "--client", "cline"]
+    run_cli(args, home)
+    path = task / "api_conversation_history.json"
+    path.write_text('[{"role": "user", "content": "x"}, {"rol', encoding="utf-8")  # caught mid-rewrite
+    for _ in range(4):
+        run_cli(args, home)
+    events = read_events(out / "e.jsonl")
+    assert [e["event"]["action"] for e in events].count("source_unparseable") == 1
+    summaries = [e["telltale"]["scan"] for e in events if e["event"]["action"] == "scan_summary"]
+    # Re-read on every scan although its size and mtime never changed (never "unchanged").
+    assert all(s["sources_scanned"] == 1 for s in summaries[1:])
+    more = [*xml_era_api(), {"role": "user", "content": "more"}, {"role": "assistant", "content": "ok"}]
+    path.write_text(json.dumps(more), encoding="utf-8")
+    run_cli(args, home)
+    texts = [e for e in read_events(out / "e.jsonl")[len(events):] if e["event"]["action"] == "message"]
+    assert len(texts) == 2
