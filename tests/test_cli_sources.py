@@ -153,10 +153,10 @@ def test_cli_missing_root_reports_error(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_cli_unknown_client_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["sources", "--root", str(tmp_path), "--client", "gemini"])
+    code = main(["sources", "--root", str(tmp_path), "--client", "no-such-agent"])
     err = capsys.readouterr().err
     assert code == 2
-    assert "unknown client gemini" in err and "Traceback" not in err
+    assert "unknown client no-such-agent" in err and "Traceback" not in err
 
 
 def test_cli_malformed_project_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,6 +50,10 @@ _ENV_EXTRAS: dict[str, tuple[str, str]] = {
     "copilot.session_state": ("COPILOT_HOME", "session-state"),
     "continue.sessions": ("CONTINUE_GLOBAL_DIR", "sessions"),
     "continue.dev_data": ("CONTINUE_GLOBAL_DIR", "dev_data"),
+    # GEMINI_CLI_HOME names the home that holds .gemini (gemini-cli's paths.ts).
+    "gemini.chats": ("GEMINI_CLI_HOME", ".gemini/tmp"),
+    "gemini.legacy_chats": ("GEMINI_CLI_HOME", ".gemini/tmp"),
+    "gemini.logs": ("GEMINI_CLI_HOME", ".gemini/tmp"),
 }
 
 

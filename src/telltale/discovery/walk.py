@@ -139,12 +139,16 @@ class LayoutRule:
 
 def _layout_rules() -> dict[str, LayoutRule]:
     from telltale.sources.cursor import layout as cursor
+    from telltale.sources.gemini import layout as gemini
 
     return {
         "copilot.session_state": LayoutRule(2, _copilot_session_state_layout),
         cursor.TRANSCRIPT_KIND: LayoutRule(cursor.TRANSCRIPT_DEPTH, cursor.transcript_file, cursor.transcript_dir),
         cursor.WORKSPACE_DB_KIND: LayoutRule(2, cursor.workspace_db, cursor.workspace_dir),
         cursor.CLI_CHATS_KIND: LayoutRule(3, cursor.cli_store),
+        gemini.CHATS_KIND: LayoutRule(4, gemini.chats_file, gemini.chats_dir),
+        gemini.LEGACY_KIND: LayoutRule(3, gemini.legacy_file, gemini.legacy_dir),
+        gemini.LOGS_KIND: LayoutRule(2, gemini.logs_file, gemini.logs_dir),
     }
 
 

@@ -10,7 +10,19 @@ import importlib
 from functools import cache
 
 from telltale.errors import UsageError
-from telltale.sources import antigravity, claude, cline, codex, continue_, copilot, cursor, openclaw, opencode, qwen
+from telltale.sources import (
+    antigravity,
+    claude,
+    cline,
+    codex,
+    continue_,
+    copilot,
+    cursor,
+    gemini,
+    openclaw,
+    opencode,
+    qwen,
+)
 from telltale.sources.base import Adapter
 from telltale.sources.spec import SourceSpec
 
@@ -23,6 +35,7 @@ REGISTRY: tuple[SourceSpec, ...] = (
     *opencode.SPECS,
     *copilot.SPECS,
     *cursor.SPECS,
+    *gemini.SPECS,
     *antigravity.SPECS,
     *cline.SPECS,
     *continue_.SPECS,
