@@ -71,6 +71,7 @@ def test_REG_5_every_registered_kind_is_discoverable(home: Path) -> None:
         "gemini.chats": ".gemini/tmp/proj/chats/session-2026-11-20T10-00-5f0e7c1a.jsonl",
         "gemini.legacy_chats": ".gemini/tmp/proj/chats/session-2025-09-01T08-00-2b7d9e41.json",
         "gemini.logs": ".gemini/tmp/proj/logs.json",
+        "kilo.sqlite": ".local/share/kilo/kilo.db",
         "antigravity.history": ".gemini/antigravity-cli/history.jsonl",
         "antigravity.conversations": ".gemini/antigravity/conversations/c.db",
         "antigravity.encrypted": ".gemini/antigravity-cli/implicit/c.pb",

@@ -54,6 +54,8 @@ _ENV_EXTRAS: dict[str, tuple[str, str]] = {
     "gemini.chats": ("GEMINI_CLI_HOME", ".gemini/tmp"),
     "gemini.legacy_chats": ("GEMINI_CLI_HOME", ".gemini/tmp"),
     "gemini.logs": ("GEMINI_CLI_HOME", ".gemini/tmp"),
+    # Kilo's OpenCode core keeps its data in the XDG data directory on every platform.
+    "kilo.sqlite": ("XDG_DATA_HOME", "kilo"),
 }
 
 

@@ -177,7 +177,7 @@ AGENTS: tuple[AgentProbe, ...] = (
     AgentProbe(
         agent="kilo-code",
         display_name="Kilo Code",
-        executables=("kilocode",),
+        executables=("kilocode", "kilo"),
         packages=("@kilocode/cli",),
         extensions=("kilocode.kilo-code",),
         posture="kilo",

@@ -265,6 +265,8 @@ class OpenCodeAdapter:
     """Source-owned adapter of ``opencode.sqlite`` (see the module docstring)."""
 
     kind = native.KIND
+    #: The product whose observations this adapter emits (Kilo Code reuses the adapter).
+    brand = native.OPENCODE
 
     def acquire(self, source: Source, cursor: bytes | None, ctx: AcquireContext) -> Iterator[Batch]:
         if ctx.history == HistoryMode.ALL:
@@ -285,9 +287,9 @@ class OpenCodeAdapter:
                 yield Batch(observations=[], quarantined=[], cursor=cursor if plan.prior else None)
                 return
             if layout.schema == LEGACY:
-                yield from _LegacyReader(snap, layout, source.path, plan).run()
+                yield from _LegacyReader(snap, layout, source.path, plan, self.brand).run()
             else:
-                yield from _V2Reader(snap, layout, source.path, plan).run()
+                yield from _V2Reader(snap, layout, source.path, plan, self.brand).run()
 
 
 # -- shared per-window state ----------------------------------------------------------------
@@ -331,7 +333,9 @@ class _Sessions:
 
 # -- legacy message/part -------------------------------------------------------------------
 class _LegacyReader:
-    def __init__(self, snap: SqliteSnapshot, layout: Layout, path: str, plan: _Plan) -> None:
+    def __init__(self, snap: SqliteSnapshot, layout: Layout, path: str, plan: _Plan,
+                 brand: native.Brand = native.OPENCODE) -> None:
+        self.brand = brand
         self.snap = snap
         self.layout = layout
         self.path = path
@@ -409,7 +413,7 @@ class _LegacyReader:
             partial = len(newest) > PAGE_ROWS
             parts = newest[:PAGE_ROWS][::-1]
             window_low = None
-        em = Emitter(self.path)
+        em = Emitter(self.path, self.brand)
         other = self._map(em, parts, extra_messages, window_low)
         self.snap.verify_unchanged()
         items = edge.filter(em.items)
@@ -438,7 +442,7 @@ class _LegacyReader:
             page = self._parts_page(after, None, PAGE_ROWS)
             if not page:
                 break
-            em = Emitter(self.path)
+            em = Emitter(self.path, self.brand)
             before = len(self.processed_messages)
             other = self._map(em, page, [], None)
             self.snap.verify_unchanged()
@@ -469,7 +473,7 @@ class _LegacyReader:
                 break
             fresh = [r for r in page if r.get("id") not in self.processed_messages]
             if fresh:
-                em = Emitter(self.path)
+                em = Emitter(self.path, self.brand)
                 before = len(self.processed_messages)
                 other = self._map(em, [], fresh, None)
                 self.snap.verify_unchanged()
@@ -577,7 +581,9 @@ class _LegacyReader:
 
 # -- v2 session_message ------------------------------------------------------------------
 class _V2Reader:
-    def __init__(self, snap: SqliteSnapshot, layout: Layout, path: str, plan: _Plan) -> None:
+    def __init__(self, snap: SqliteSnapshot, layout: Layout, path: str, plan: _Plan,
+                 brand: native.Brand = native.OPENCODE) -> None:
+        self.brand = brand
         self.snap = snap
         self.layout = layout
         self.path = path
@@ -646,7 +652,7 @@ class _V2Reader:
             windows += 1
             self.snap.admission = Admission()
             rows, more = self._window(after, low)
-            em = Emitter(self.path)
+            em = Emitter(self.path, self.brand)
             other = self._map(em, rows, window_low)
             self.snap.verify_unchanged()
             if plan.mode == "all":
@@ -675,7 +681,7 @@ class _V2Reader:
         _check_unique_keys(newest)
         partial = len(newest) > PAGE_ROWS
         rows = newest[:PAGE_ROWS][::-1]
-        em = Emitter(self.path)
+        em = Emitter(self.path, self.brand)
         other = self._map(em, rows, None)
         self.snap.verify_unchanged()
         edge = _Edge()

@@ -45,6 +45,19 @@ KIND = "opencode.sqlite"
 CLIENT = "opencode"
 AGENT = "opencode"
 
+
+@dataclass(frozen=True)
+class Brand:
+    """Which product wrote an OpenCode-schema store: the source kind, client and agent its
+    observations carry (Kilo Code's 2026 rebuild writes the same schema to ``kilo.db``)."""
+
+    kind: str
+    client: str
+    agent: str
+
+
+OPENCODE = Brand(KIND, CLIENT, AGENT)
+
 Number = int | float
 
 
@@ -359,17 +372,17 @@ class Context:
     session_ambiguous: bool = False
     mode: str | None = None
 
-    def identity(self) -> str:
+    def identity(self, brand: Brand = OPENCODE) -> str:
         # Session ids survive a relocated database (OPENCODE_DB), the path does not.
-        return f"{CLIENT}:{self.session_id}"
+        return f"{brand.client}:{self.session_id}"
 
 
 Item = Observation | Quarantine
 
 
-def quarantine_key(row: str, tu: int, reason: str, field: str | None) -> str:
+def quarantine_key(row: str, tu: int, reason: str, field: str | None, kind: str = KIND) -> str:
     """Deterministic key of a quarantine, so an overlap re-read does not repeat it."""
-    return observation_id(KIND, "quarantine", f"{row}:{tu}:{reason}:{field or ''}")
+    return observation_id(kind, "quarantine", f"{row}:{tu}:{reason}:{field or ''}")
 
 
 class Emitter:
@@ -379,8 +392,9 @@ class Emitter:
     key), so the adapter can drop what an earlier scan already emitted.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, brand: Brand = OPENCODE) -> None:
         self.path = path
+        self.brand = brand
         self.items: list[tuple[int, str, Item]] = []
         self.sequence = 0
 
@@ -396,14 +410,15 @@ class Emitter:
         self.sequence += 1
         try:
             obs = make_observation(
-                adapter=KIND,
-                source_identity=ctx.identity(),
+                adapter=self.brand.kind,
+                source_identity=ctx.identity(self.brand),
                 coordinate=coordinate,
-                client=CLIENT,
+                client=self.brand.client,
                 sequence=self.sequence,
-                provenance=Provenance(source_kind=KIND, path=ctx.path, row=ctx.row, record_id=ctx.record_id),
+                provenance=Provenance(source_kind=self.brand.kind, path=ctx.path, row=ctx.row,
+                                      record_id=ctx.record_id),
                 session_id=ctx.session_id,
-                agent=AGENT,
+                agent=self.brand.agent,
                 cwd=ctx.cwd,
                 ambiguous=tuple(ambiguous),
                 attributes=attributes,
@@ -429,7 +444,7 @@ class Emitter:
         bound: int | None = None,
     ) -> None:
         item = Quarantine(
-            source_kind=KIND,
+            source_kind=self.brand.kind,
             path=self.path,
             reason=reason,
             session_id=session_id,
@@ -439,7 +454,7 @@ class Emitter:
             field=field,
             bound=bound,
         )
-        self.items.append((tu, quarantine_key(row, tu, reason, field), item))
+        self.items.append((tu, quarantine_key(row, tu, reason, field, self.brand.kind), item))
 
     # -- shared shapes --------------------------------------------------------------------
     def session(self, ctx: Context, created: object, parent: str | None) -> None:
