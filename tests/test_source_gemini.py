@@ -398,3 +398,22 @@ def test_credentials_beside_the_transcripts_are_never_opened(tmp_path: Path, mon
     assert gemini_opened  # the spy saw the transcripts being read
     assert not gemini_opened & {"oauth_creds.json", "gemini-credentials.json", "google_accounts.json",
                                 "mcp-oauth-tokens.json", "checkpoint-before.json"}
+
+
+def test_detection_rules_fire_on_gemini_file_and_web_tools(tmp_path: Path) -> None:
+    """Facets, not tool names: a write to a shell profile, a private-key read and a paste
+    site fetch by Gemini's own tools fire the same rules as any agent's."""
+    from scan_helpers import scan_detections
+    from telltale.detect.engine import DetectionEngine
+
+    path = session_file(tmp_path)
+    calls = [
+        {"id": "w1", "name": "write_file", "args": {"file_path": "/home/u/.bashrc", "content": "export X=1\n"},
+         "status": "success"},
+        {"id": "r1", "name": "read_file", "args": {"absolute_path": "/home/u/.ssh/id_rsa"}, "status": "success",
+         "result": [{"functionResponse": {"id": "r1", "response": {"output": "x"}}}]},
+        {"id": "f1", "name": "web_fetch", "args": {"prompt": "get https://pastebin.com/raw/abc"}, "status": "success"},
+    ]
+    path.write_bytes(rec(header()) + rec(gemini("g1", calls=calls)))
+    rules = scan_detections(tmp_path, tmp_path / "out", DetectionEngine.load())
+    assert {"persistence.shell_profile", "secret.private_key.read", "exfil.paste_site"} <= set(rules)

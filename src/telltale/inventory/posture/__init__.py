@@ -2,7 +2,8 @@
 
 Never a transcript, never a credential file: each reader names its files explicitly. The
 package is split so that vendor field names stay in that vendor's module (``claude``,
-``codex``, ``gemini`` for Gemini CLI and Qwen Code, ``opencode``) and ``common`` holds only
+``codex``, ``opencode``; Gemini CLI's and Qwen Code's reader lives in the Gemini package,
+``telltale.sources.gemini.posture``) and ``common`` holds only
 vendor-neutral reading and sanitizing. This module keeps the public API in one place.
 """
 
@@ -33,10 +34,10 @@ from telltale.inventory.posture.common import (
     truthy,
     url_host,
 )
-from telltale.inventory.posture.gemini import parse_age_days, read_gemini, read_qwen
 from telltale.inventory.posture.opencode import read_opencode
 from telltale.sources.cline.posture import read_cline, read_kilo, read_roo
 from telltale.sources.cursor.posture import read_cursor
+from telltale.sources.gemini.posture import parse_age_days, read_gemini, read_qwen
 
 #: Posture readers by the key named in ``AgentProbe.posture``.
 READERS: dict[str, Callable[[PostureContext], Posture]] = {

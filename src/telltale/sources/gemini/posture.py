@@ -3,6 +3,13 @@
 One module for both: Qwen Code is a Gemini CLI fork and keeps the same settings shape
 (``telemetry``, ``privacy``, ``general.sessionRetention``, ``mcpServers``); only the folder
 differs (``~/.gemini`` and ``~/.qwen``). Their keys live here only.
+
+Approval: ``general.defaultApprovalMode`` (``default``, ``auto_edit``, ``plan``; YOLO is
+a command-line choice only), older builds' ``tools.autoAccept`` / top-level
+``autoAccept`` (auto-approve read-only tools) → ``permission_mode``;
+``security.disableYoloMode`` → note ``yolo_disabled``; ``tools.sandbox`` / ``sandbox``
+(a boolean or ``docker``/``podman``/a profile) → ``sandbox_mode``. Metadata only: MCP
+servers by name, transport, command basename, URL host and variable names.
 """
 
 from __future__ import annotations
@@ -46,6 +53,17 @@ class _GeminiRetention(msgspec.Struct):
 
 class _GeminiGeneral(msgspec.Struct):
     sessionRetention: msgspec.Raw = msgspec.Raw()
+    defaultApprovalMode: msgspec.Raw = msgspec.Raw()
+
+
+class _GeminiTools(msgspec.Struct):
+    autoAccept: msgspec.Raw = msgspec.Raw()
+    sandbox: msgspec.Raw = msgspec.Raw()
+    approvalMode: msgspec.Raw = msgspec.Raw()
+
+
+class _GeminiSecurity(msgspec.Struct):
+    disableYoloMode: msgspec.Raw = msgspec.Raw()
 
 
 class _GeminiSettings(msgspec.Struct):
@@ -54,6 +72,10 @@ class _GeminiSettings(msgspec.Struct):
     privacy: msgspec.Raw = msgspec.Raw()
     general: msgspec.Raw = msgspec.Raw()
     mcpServers: msgspec.Raw = msgspec.Raw()
+    tools: msgspec.Raw = msgspec.Raw()
+    security: msgspec.Raw = msgspec.Raw()
+    autoAccept: msgspec.Raw = msgspec.Raw()  # v1 (flat) settings
+    sandbox: msgspec.Raw = msgspec.Raw()  # v1 (flat) settings
 
 
 class _GeminiMcp(msgspec.Struct):
@@ -98,6 +120,36 @@ def _gemini_server(name: str, raw: msgspec.Raw) -> McpServer | None:
     )
 
 
+def _sandbox_mode(b: Builder, raw: msgspec.Raw) -> str | None:
+    value = decode_field(b, raw, object, "sandbox_malformed")
+    if isinstance(value, bool):
+        return "enabled" if value else "disabled"
+    if isinstance(value, str) and value:
+        return token(value)
+    if value is not None:
+        b.note("sandbox_malformed")
+    return None
+
+
+def _approval(b: Builder, settings: _GeminiSettings, general: _GeminiGeneral | None) -> tuple[str | None, str | None]:
+    """(permission mode, sandbox mode) from the v2 nested or v1 flat settings."""
+    mode = decode_field(b, general.defaultApprovalMode, str, "approval_malformed") if general else None
+    tools = decode_field(b, settings.tools, _GeminiTools, "tools_malformed")
+    if mode is None and tools is not None:
+        mode = decode_field(b, tools.approvalMode, str, "approval_malformed")
+    auto = decode_field(b, tools.autoAccept, bool, "approval_malformed") if tools is not None else None
+    if auto is None:
+        auto = decode_field(b, settings.autoAccept, bool, "approval_malformed")
+    permission = token(mode) if mode else ("auto_accept" if auto else None)
+    security = decode_field(b, settings.security, _GeminiSecurity, "security_malformed")
+    if security is not None and decode_field(b, security.disableYoloMode, bool, "security_malformed"):
+        b.note("yolo_disabled")
+    sandbox = _sandbox_mode(b, tools.sandbox) if tools is not None and tools.sandbox else None
+    if sandbox is None and settings.sandbox:
+        sandbox = _sandbox_mode(b, settings.sandbox)
+    return permission, sandbox
+
+
 def _read_gemini_like(ctx: PostureContext, folder: str) -> Posture:
     b = Builder()
     data = b.read("user_settings", os.path.join(ctx.home, folder, "settings.json"))
@@ -122,6 +174,7 @@ def _read_gemini_like(ctx: PostureContext, folder: str) -> Posture:
                 b.note("retention_invalid")
             retention = Retention(deletes_sessions=policy.enabled, source="settings",
                                   days=days if policy.enabled else None)
+    permission_mode, sandbox_mode = _approval(b, settings, general)
     entries = decode_field(b, settings.mcpServers, dict[str, msgspec.Raw], "mcp_servers_malformed")
     if entries:
         add_servers(b, entries, "user", _gemini_server)
@@ -133,7 +186,7 @@ def _read_gemini_like(ctx: PostureContext, folder: str) -> Posture:
         prompt_logging=tel.logPrompts if tel is not None else None,
         vendor_analytics=usage,
     )
-    return b.build(telemetry, retention=retention)
+    return b.build(telemetry, retention=retention, permission_mode=permission_mode, sandbox_mode=sandbox_mode)
 
 
 def read_gemini(ctx: PostureContext) -> Posture:
