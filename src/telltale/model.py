@@ -131,6 +131,9 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     is_error: bool | None = None
     interrupted: bool = False
     usage: TokenUsage | None = None
+    #: The agent's own identity of the provider response a usage observation counts
+    #: (Claude: ``message.id:requestId``): the read side counts each response once by it.
+    response_id: str | None = None
     parent_session_id: str | None = None
     parent_call_id: str | None = None
     ambiguous: tuple[str, ...] = ()
@@ -185,6 +188,7 @@ _STRING_FIELDS = (
     "url",
     "parent_session_id",
     "parent_call_id",
+    "response_id",
 )
 
 

@@ -37,6 +37,9 @@ from telltale.events.health import (
     source_health,
     source_unsupported,
 )
+from telltale.index import schema as index_schema
+from telltale.index.documents import event_id_of
+from telltale.index.upkeep import index_window
 from telltale.model import Observation, Quarantine
 from telltale.normalize.stage import normalize_batch
 from telltale.sinks import outbox
@@ -214,6 +217,8 @@ class _Window:
     def __init__(self) -> None:
         self.lines: list[bytes] = []
         self.ids: list[str] = []
+        #: The observation each line was built from (``None``: a line the index reads back).
+        self.observations: list[Observation | None] = []
         self.size = 0
         self.cursors: dict[str, CursorUpdate] = {}
         self.fingerprints: dict[str, str] = {}
@@ -225,10 +230,16 @@ class _Window:
     def add(self, items: list[Item]) -> None:
         self.extend([event_id for event_id, _ in items], [line for _, line in items])
 
-    def extend(self, ids: list[str], lines: list[bytes]) -> None:
+    def extend(
+        self, ids: list[str], lines: list[bytes], observations: Sequence[Observation | None] | None = None
+    ) -> None:
         """Add many events at once (C-level list extends and sizes: one call per batch)."""
         self.ids += ids
         self.lines += lines
+        if observations is None:
+            self.observations += [None] * len(lines)
+        else:
+            self.observations += observations
         self.size += sum(map(len, lines)) + len(lines)
 
     def empty(self) -> bool:
@@ -269,9 +280,12 @@ class Scanner:
         #: mid-source window or in another source, must continue from them, not from the
         #: state, which the writer thread may not have updated yet.
         self._pending_windows: dict[str, bytes] = {}
-        if self.state is not None and options.remote_sinks and not options.dry_run:
+        if self.state is not None and not options.dry_run:
             with self.state.transaction() as conn:
-                outbox.ensure_schema(conn)
+                index_schema.ensure(conn)
+                index_schema.set_meta(conn, "log_path", os.path.abspath(options.log_path))
+                if options.remote_sinks:
+                    outbox.ensure_schema(conn)
 
     def close(self) -> None:
         self._drain()
@@ -299,7 +313,7 @@ class Scanner:
         scan_id = uuid.uuid4().hex
         recovered = None
         if self.state is not None and not opts.dry_run:
-            recovered = self.state.recover(self._recovered_enqueue if opts.remote_sinks else None)
+            recovered = self.state.recover(self._recovered_commit)
         selected = list(sources)
         if opts.max_sources is not None:
             selected = selected[: opts.max_sources]
@@ -355,7 +369,7 @@ class Scanner:
                     # Normalisation: each command as the shell will run it, paths by access.
                     observations = normalize_batch(batch.observations) if batch.observations else []
                     if not opts.dry_run and observations:
-                        staged.extend(*self._encode_observations(observations))
+                        staged.extend(*self._encode_observations(observations), observations)
                     if self.detector is not None and observations:
                         detections = self._detect(observations, staged_windows, looked_up)
                         report.detections += len(detections)
@@ -593,7 +607,7 @@ class Scanner:
         staged_windows: dict[str, Any],
         use_cursors: bool,
     ) -> None:
-        window.extend(staged.ids, staged.lines)
+        window.extend(staged.ids, staged.lines, staged.observations)
         window.sources += 1
         if use_cursors:
             if cursor is not None:
@@ -643,10 +657,15 @@ class Scanner:
             self.state.set_meta(conn, "fingerprints", msgspec.msgpack.encode(current))
 
         items = list(zip(window.ids, window.lines, strict=True)) if self.options.remote_sinks else []
+        lines, ids, observations = window.lines, window.ids, window.observations
 
         def in_commit(conn: Any) -> None:
             save_fingerprints(conn)
             self._enqueue(conn, items)
+            index_window(
+                conn, device=device, inode=inode, start=size, lines=lines, ids=ids, observations=observations,
+                content=self.options.content,
+            )
             if extra_commit is not None:
                 extra_commit(conn)
 
@@ -693,8 +712,9 @@ class Scanner:
             return
         outbox.enqueue(conn, sinks, items)
 
-    def _recovered_enqueue(self, _pending: PendingWindow, data: bytes) -> Callable[[Any], None]:
-        """Re-derive a recovered window's items from the bytes already in the JSONL log."""
+    def _recovered_commit(self, pending: PendingWindow, data: bytes) -> Callable[[Any], None]:
+        """Re-derive a recovered window's items from the bytes already in the JSONL log:
+        queued for the remote outputs and indexed, in the commit that installs its cursors."""
         items: list[Item] = []
         for line in data.splitlines():
             try:
@@ -702,7 +722,17 @@ class Scanner:
             except msgspec.DecodeError:
                 continue
             items.append((event_id, line))
-        return lambda conn: self._enqueue(conn, items)
+
+        lines = data.split(b"\n")[:-1]  # every line of the window ends with a newline
+
+        def commit(conn: Any) -> None:
+            self._enqueue(conn, items)
+            index_window(
+                conn, device=pending.log_device, inode=pending.log_inode, start=pending.start_size, lines=lines,
+                ids=[event_id_of(line) or "" for line in lines], observations=None, content=self.options.content,
+            )
+
+        return commit
 
     def emit(self, docs: Sequence[dict[str, Any]]) -> int:
         """Write extra documents (e.g. delivery alerts) as one window of their own."""

@@ -9,8 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import platformdirs
-
+from telltale.cli.paths import default_log_path, default_state_dir, default_state_path
 from telltale.delivery import Delivery
 from telltale.discovery import DiscoveryOptions, DiscoveryResult, discover
 from telltale.errors import UsageError
@@ -18,17 +17,7 @@ from telltale.events.envelope import ContentMode
 from telltale.lock import LockHolder, writer_lock
 from telltale.pipeline import WINDOW_BYTES, Detector, Scanner, ScanOptions, refuse_paths_inside_stores
 
-
-def default_state_dir() -> str:
-    return platformdirs.user_state_dir("telltale", appauthor=False)
-
-
-def default_log_path() -> str:
-    return os.environ.get("TELLTALE_LOG_PATH") or os.path.join(default_state_dir(), "telltale-events.jsonl")
-
-
-def default_state_path() -> str:
-    return os.environ.get("TELLTALE_STATE_PATH") or os.path.join(default_state_dir(), "state.sqlite")
+__all__ = ["default_log_path", "default_state_dir", "default_state_path"]
 
 
 def _size(text: str) -> int:

@@ -85,6 +85,7 @@ class _Telltale(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     #: ``argv``, ``pipeline``, ``written_paths``, ``read_paths``); only with content kept.
     command: dict[str, Any] | None = None
     usage_total_tokens: int | None = None
+    response_id: str | None = None
     ambiguous: list[str] | None = None
     truncated: list[str] | None = None
 
@@ -257,6 +258,17 @@ def _attributes(attributes: dict[str, str], content: str) -> _Attributes:
     return hit
 
 
+def outgoing_session_fields(obs: Observation, content: str) -> tuple[str | None, str | None, dict[str, str]]:
+    """The cwd, cwd hash and attributes of an observation's event, as the log holds them
+    (redacted, or hashed in ``none`` mode): what the index records of its session."""
+    ctx = _context(obs, content)
+    attributes: dict[str, str] = {}
+    if obs.attributes:
+        raw, _ = _attributes(obs.attributes, content)
+        attributes = msgspec.json.decode(raw)
+    return ctx.cwd, ctx.cwd_hash, attributes
+
+
 def activity_event(obs: Observation, *, content: str, observed_at: str) -> dict[str, Any]:
     """Build the ECS/GenAI document of one observation (a fresh copy of what is emitted:
     the hot path shares constant parts between documents)."""
@@ -414,6 +426,7 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
                 usage["reasoning"] = {"output_tokens": u.reasoning_output_tokens}
             if u.total_tokens is not None:
                 tt.usage_total_tokens = u.total_tokens
+            tt.response_id = obs.response_id
         else:
             doc.message = "usage"
     provider = obs.provider

@@ -231,6 +231,7 @@ class _Record(msgspec.Struct, gc=False):
     git_branch: str | None = msgspec.field(default=None, name="gitBranch")
     timestamp: str | int | float | None = None
     parent_tool_use_id: str | None = msgspec.field(default=None, name="parentToolUseID")
+    request_id: str | None = msgspec.field(default=None, name="requestId")
     message: _Message | None = None
     data: _ProgressData | None = None
     # Read only for the few tools whose structured result we use; skipped, not built, otherwise.
@@ -460,6 +461,7 @@ class _Group:
         "usage",
         "usage_ctx",
         "usage_done",
+        "usage_request",
     )
 
     def __init__(self, key: str | None, ctx: _Ctx, usage_done: bool) -> None:
@@ -474,6 +476,7 @@ class _Group:
         self.model_conflict = False
         self.usage: _Usage | None = None
         self.usage_ctx: _Ctx | None = None
+        self.usage_request: str | None = None
         self.usage_done = usage_done
         self.injected = False
         self.role_conflict = False
@@ -592,6 +595,7 @@ class _Scan:
         model: str | None,
         provider: str | None,
         ambiguous: tuple[str, ...],
+        response_id: str | None = None,
     ) -> None:
         t = ctx.t
         err = t.error
@@ -610,6 +614,7 @@ class _Scan:
                     model=model,
                     provider=provider,
                     ambiguous=ambiguous,
+                    response_id=response_id,
                 )
             )
         else:
@@ -1026,6 +1031,7 @@ class _Scan:
         if msg.usage is not None:
             group.usage = msg.usage
             group.usage_ctx = ctx
+            group.usage_request = rec.request_id
         if synthetic:
             # Claude Code's own stand-in for a response (API errors...): no tokens were used.
             group.injected = True
@@ -1097,7 +1103,15 @@ class _Scan:
                     cache_creation_input_tokens=created,
                 )
                 key = group.key
-                coordinate = f"message:{key.split(chr(31), 1)[1]}:usage" if key else group.ctx.coordinate(0) + ":usage"
+                message_id = key.split(chr(31), 1)[1] if key else None
+                coordinate = f"message:{message_id}:usage" if key else group.ctx.coordinate(0) + ":usage"
+                # ccusage's identity of a response: message.id and requestId, both present.
+                request = group.usage_request
+                response_id = (
+                    f"{message_id}:{request}"
+                    if message_id and request and len(message_id) <= MAX_ID and len(request) <= MAX_ID
+                    else None
+                )
                 self.emit_usage(
                     group.usage_ctx,
                     coordinate,
@@ -1105,6 +1119,7 @@ class _Scan:
                     model,
                     provider,
                     ("model",) if group.model_conflict else (),
+                    response_id,
                 )
                 group.usage_done = True
         if group.key is not None and len(group.key) <= 2 * MAX_ID:

@@ -1,0 +1,121 @@
+"""What the read-side commands share: the filter flags, the index connection, and output
+as a table on a terminal (rich) or JSON lines (``--json``).
+
+These commands start fast (a few imports, one read-only query): ``telltale.cli.main``
+loads only the one command module asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from telltale.cli.paths import default_log_path, default_state_path
+from telltale.index.filters import Filters
+
+
+def add_paths(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-path", help="state database (default: $TELLTALE_STATE_PATH or the user state dir)")
+    parser.add_argument("--log-path", help="JSONL event log (default: the log the index was built from)")
+
+
+def add_filters(parser: argparse.ArgumentParser, *, severity: bool = True, session: bool = True) -> None:
+    group = parser.add_argument_group("filters")
+    group.add_argument(
+        "--since", metavar="WHEN", help="from: today, yesterday, 7d, 12h, 2026-03-01, 20260301, ISO time"
+    )
+    group.add_argument("--until", metavar="WHEN", help="to (a date includes its whole day)")
+    group.add_argument("--timezone", metavar="TZ", help="days in this IANA zone (default: the local zone, $TZ)")
+    group.add_argument("--client", action="append", metavar="ID", help="only these agents (repeatable)")
+    group.add_argument("--project", metavar="TEXT", help="only projects whose path contains TEXT (or its hash)")
+    if session:
+        group.add_argument("--session", metavar="PREFIX", help="only the session whose id starts with PREFIX")
+    if severity:
+        group.add_argument("--severity", metavar="LEVEL", help="at least this severity (low, medium, high, critical)")
+
+
+def add_output(parser: argparse.ArgumentParser, *, limit: int | None = None) -> None:
+    parser.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    if limit is not None:
+        parser.add_argument("--limit", type=int, default=limit, metavar="N", help=f"at most N rows (default {limit})")
+
+
+def filters_of(args: argparse.Namespace) -> Filters:
+    return Filters.build(
+        since=getattr(args, "since", None),
+        until=getattr(args, "until", None),
+        clients=getattr(args, "client", None),
+        project=getattr(args, "project", None),
+        session=getattr(args, "session", None),
+        severity=getattr(args, "severity", None),
+        timezone=getattr(args, "timezone", None),
+    )
+
+
+def state_path_of(args: argparse.Namespace) -> str:
+    return os.path.abspath(os.path.expanduser(args.state_path or default_state_path()))
+
+
+def open_index(args: argparse.Namespace) -> sqlite3.Connection:
+    from telltale.index.db import connect
+
+    return connect(state_path_of(args))
+
+
+def log_path_of(args: argparse.Namespace, conn: sqlite3.Connection | None) -> str:
+    if getattr(args, "log_path", None):
+        return os.path.abspath(os.path.expanduser(str(args.log_path)))
+    if conn is not None:
+        from telltale.index.db import meta
+
+        recorded = meta(conn, "log_path")
+        if recorded:
+            return str(recorded)
+    return os.path.abspath(default_log_path())
+
+
+def json_lines(rows: Iterable[dict[str, Any]]) -> None:
+    write = sys.stdout.write
+    for row in rows:
+        write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, right: Sequence[str] = (),
+          footer: Sequence[Any] | None = None, caption: str | None = None) -> None:  # fmt: skip
+    """A rich table on stdout (plain text when stdout is not a terminal)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title, caption=caption, show_footer=footer is not None, header_style="bold")
+    for i, name in enumerate(columns):
+        t.add_column(
+            name, justify="right" if name in right else "left",
+            footer=str(footer[i]) if footer is not None and footer[i] is not None else "",
+            overflow="fold",
+        )  # fmt: skip
+    for row in rows:
+        t.add_row(*("" if v is None else str(v) for v in row))
+    wide = None if sys.stdout.isatty() else 250  # piped: no terminal width to fit
+    Console(soft_wrap=False, width=wide).print(t)
+
+
+def number(value: int | None) -> str:
+    return "" if value is None else f"{value:,}"
+
+
+def short_time(text: str | None, filters: Filters) -> str:
+    """An index time in the filters' zone, to the minute."""
+    if not text:
+        return ""
+    import datetime as dt
+
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    return filters.zone.localize(moment).strftime("%Y-%m-%d %H:%M")

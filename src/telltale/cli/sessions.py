@@ -1,0 +1,42 @@
+"""``telltale sessions``: one row per agent session, newest first."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from telltale.cli import readside
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("sessions", help="agent sessions, newest first")
+    readside.add_paths(p)
+    readside.add_filters(p)
+    readside.add_output(p, limit=50)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from telltale.index.sessions import list_sessions
+
+    filters = readside.filters_of(args)
+    conn = readside.open_index(args)
+    try:
+        rows = list_sessions(conn, filters, args.limit or None)
+    finally:
+        conn.close()
+    if args.json:
+        readside.json_lines(s.as_dict() for s in rows)
+        return 0
+    readside.table(
+        None,
+        ("last", "client", "session", "project", "msgs", "tools", "det", "severity", "tokens"),
+        (
+            (readside.short_time(s.last_at, filters), s.client, s.session_id, s.project, s.messages, s.tool_calls,
+             s.detections or "", s.severity or "", readside.number(s.total))
+            for s in rows
+        ),
+        right=("msgs", "tools", "det", "tokens"),
+        caption=None if rows else "no sessions match",
+    )
+    return 0

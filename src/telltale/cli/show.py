@@ -1,0 +1,127 @@
+"""``telltale show SESSION``: everything a session did, in order, subagents nested under
+the call that spawned them, detections inline. A unique prefix of the id is enough."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from telltale.cli import readside
+
+_CONTENT = ("none", "redacted", "full")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("show", help="a session's timeline (a unique prefix of its id is enough)")
+    p.add_argument("session", metavar="SESSION")
+    p.add_argument(
+        "--content", choices=_CONTENT, default="redacted",
+        help="how much to show: none (actions, sizes), redacted (default: commands, paths, URLs), full (text too); "
+        "never more than the log holds",
+    )  # fmt: skip
+    readside.add_paths(p)
+    p.add_argument("--timezone", metavar="TZ", help="times in this IANA zone (default: local)")
+    readside.add_output(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from telltale.index.sessions import resolve
+    from telltale.index.timeline import build
+
+    filters = readside.filters_of(args)
+    conn = readside.open_index(args)
+    try:
+        session = resolve(conn, args.session)
+        timeline = build(conn, session, readside.log_path_of(args, conn))
+    finally:
+        conn.close()
+    if args.json:
+        readside.json_lines({"depth": depth, "event": _shown(doc, args.content)} for depth, doc in timeline.entries)
+        return 0
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(highlight=False, soft_wrap=True)
+    s = session
+    console.print(
+        f"[bold]{escape(s.session_id)}[/bold]  {s.client} {s.agent or ''} {s.agent_version or ''}  "
+        f"{escape(s.project)}\n{readside.short_time(s.first_at, filters)} → {readside.short_time(s.last_at, filters)}"
+        f"  {s.messages} messages, {s.tool_calls} tool calls, {s.detections} detections, "
+        f"{readside.number(s.total)} tokens"
+    )
+    for depth, doc in timeline.entries:
+        console.print(("  " * depth) + _line(doc, args.content, filters, escape))
+    if timeline.missing_spans:
+        console.print(f"[yellow]{timeline.missing_spans} part(s) of this session were in log files rotated away[/]")
+    return 0
+
+
+def _shown(doc: dict[str, Any], content: str) -> dict[str, Any]:
+    """The document cut down to the chosen content level (JSON output)."""
+    if content == "full":
+        return doc
+    out = {k: v for k, v in doc.items() if k not in ("process", "file", "url")} if content == "none" else dict(doc)
+    tt = dict(out.get("telltale") or {})
+    if "message" in tt and isinstance(tt["message"], dict):
+        tt["message"] = {k: v for k, v in tt["message"].items() if k != "text"}
+    if isinstance(tt.get("tool"), dict):
+        drop = {"result"} if content == "redacted" else {"result", "arguments"}
+        tt["tool"] = {k: v for k, v in tt["tool"].items() if k not in drop}
+    if content == "none":
+        tt.pop("cwd", None)
+    out["telltale"] = tt
+    return out
+
+
+def _line(doc: dict[str, Any], content: str, filters: Any, escape: Any) -> str:
+    event = doc.get("event", {})
+    tt = doc.get("telltale", {})
+    gen_ai = doc.get("gen_ai") or {}
+    when = readside.short_time(doc.get("@timestamp"), filters)[11:]
+    action = event.get("action", "?")
+    if event.get("dataset") == "telltale.detection":
+        det = tt.get("detection", {})
+        rule = doc.get("rule", {})
+        evidence = "; ".join(f"{e.get('field')}: {e.get('value')}" for e in det.get("evidence", [])[:2])
+        where = f" — {escape(evidence)}" if content != "none" and evidence else ""
+        return f"{when} [bold red]⚠ {det.get('severity', '')} {escape(str(rule.get('id', '')))}[/]{where}"
+    tool = gen_ai.get("tool") or {}
+    if action == "tool_call":
+        what = ""
+        if content != "none":
+            what = ((doc.get("process") or {}).get("command_line") or (doc.get("file") or {}).get("path")
+                    or (doc.get("url") or {}).get("full") or (tt.get("tool") or {}).get("arguments") or "")  # fmt: skip
+        return f"{when} [cyan]→ {escape(str(tool.get('name', '?')))}[/] {escape(_cut(what, 240))}"
+    if action == "tool_result":
+        t = tt.get("tool") or {}
+        outcome = event.get("outcome", "")
+        code = (doc.get("process") or {}).get("exit_code")
+        text = t.get("result") if content == "full" else None
+        tail = f" {escape(_cut(text, 400))}" if text else ""
+        extra = f" exit {code}" if code is not None else ""
+        name = escape(str(tool.get("name", "")))
+        return f"{when} ← {name} {outcome}{extra} ({t.get('result_length', 0)} bytes){tail}"
+    if action == "message":
+        m = tt.get("message") or {}
+        text = m.get("text") if content == "full" else None
+        body = escape(_cut(text, 2000)) if text else f"({m.get('length', 0)} bytes)"
+        role = m.get("role", "?")
+        mark = " (injected)" if m.get("injected") else ""
+        return f"{when} [bold]{role}{mark}:[/] {body}"
+    if action == "usage":
+        u = gen_ai.get("usage") or {}
+        model = (gen_ai.get("request") or {}).get("model", "")
+        counts = f"in {u.get('input_tokens', 0):,} out {u.get('output_tokens', 0):,}"
+        return f"{when} [dim]usage {escape(model)}: {counts}[/]"
+    if action == "session":
+        agent = (gen_ai.get("agent") or {}).get("name", "")
+        return f"{when} [dim]session {escape(str((gen_ai.get('conversation') or {}).get('id', '')))} ({agent})[/]"
+    return f"{when} {escape(str(action))}"
+
+
+def _cut(text: str | None, limit: int) -> str:
+    if not text:
+        return ""
+    text = text.replace("\n", " ⏎ ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,125 @@
+"""The index tables (prefixed ``ix_``), inside the state database.
+
+Times are the events' own ``@timestamp`` text (``YYYY-MM-DDTHH:MM:SS.mmmZ``, UTC), which
+sorts as it reads. Usage is rolled up per 15-minute UTC bucket, so days in any time zone
+(whole, half or quarter hours off UTC) are sums of buckets.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+#: Bump when a table changes meaning: an index of another version is rebuilt, not read.
+INDEX_VERSION = 1
+
+#: Seconds per usage bucket.
+BUCKET_SECONDS = 900
+
+TABLES = (
+    "ix_meta", "ix_files", "ix_seen", "ix_sessions", "ix_session_models", "ix_spans", "ix_responses",
+    "ix_usage", "ix_detections", "ix_health", "ix_scans",
+)  # fmt: skip
+
+DDL = """
+CREATE TABLE IF NOT EXISTS ix_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- Each log file the index points into, by identity (rotation renames files).
+CREATE TABLE IF NOT EXISTS ix_files (
+    id INTEGER PRIMARY KEY, device INTEGER NOT NULL, inode INTEGER NOT NULL, UNIQUE (device, inode)
+);
+-- event.id of every event indexed (64-bit prefix): the deduplication set.
+CREATE TABLE IF NOT EXISTS ix_seen (id INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS ix_sessions (
+    id INTEGER PRIMARY KEY,
+    client TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    agent TEXT, agent_version TEXT, cwd TEXT, cwd_hash TEXT,
+    parent_session_id TEXT, parent_call_id TEXT,
+    first_at TEXT, last_at TEXT,
+    events INTEGER NOT NULL DEFAULT 0,
+    messages INTEGER NOT NULL DEFAULT 0,
+    tool_calls INTEGER NOT NULL DEFAULT 0,
+    detections INTEGER NOT NULL DEFAULT 0,
+    max_severity INTEGER NOT NULL DEFAULT 0,
+    input INTEGER NOT NULL DEFAULT 0, cache_creation INTEGER NOT NULL DEFAULT 0,
+    cache_read INTEGER NOT NULL DEFAULT 0, output INTEGER NOT NULL DEFAULT 0, total INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (client, session_id)
+);
+CREATE INDEX IF NOT EXISTS ix_sessions_last ON ix_sessions (last_at);
+CREATE INDEX IF NOT EXISTS ix_sessions_parent ON ix_sessions (parent_session_id);
+
+-- Tokens of a session by model (ccusage's fields: input without cached, cache creation, cache read, output).
+CREATE TABLE IF NOT EXISTS ix_session_models (
+    session INTEGER NOT NULL, model TEXT NOT NULL, responses INTEGER NOT NULL,
+    input INTEGER NOT NULL, cache_creation INTEGER NOT NULL, cache_read INTEGER NOT NULL,
+    output INTEGER NOT NULL, total INTEGER NOT NULL,
+    PRIMARY KEY (session, model)
+) WITHOUT ROWID;
+-- Where a session's events sit in the log: byte ranges of whole lines.
+CREATE TABLE IF NOT EXISTS ix_spans (
+    session INTEGER NOT NULL, file INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ix_spans_session ON ix_spans (session);
+-- One row per provider response, keyed by the agent's own response identity (or event.id).
+CREATE TABLE IF NOT EXISTS ix_responses (
+    key TEXT PRIMARY KEY, session INTEGER, client TEXT NOT NULL, model TEXT NOT NULL, project TEXT NOT NULL,
+    bucket INTEGER NOT NULL, input INTEGER NOT NULL, cache_creation INTEGER NOT NULL,
+    cache_read INTEGER NOT NULL, output INTEGER NOT NULL, total INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ix_responses_session ON ix_responses (session);
+CREATE TABLE IF NOT EXISTS ix_usage (
+    bucket INTEGER NOT NULL, client TEXT NOT NULL, model TEXT NOT NULL, project TEXT NOT NULL,
+    responses INTEGER NOT NULL, input INTEGER NOT NULL, cache_creation INTEGER NOT NULL,
+    cache_read INTEGER NOT NULL, output INTEGER NOT NULL, total INTEGER NOT NULL,
+    PRIMARY KEY (bucket, client, model, project)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ix_detections (
+    id TEXT PRIMARY KEY, at TEXT NOT NULL, session INTEGER, client TEXT, rule_id TEXT, rule_name TEXT,
+    severity INTEGER NOT NULL, severity_name TEXT, score REAL, category TEXT, message TEXT,
+    tool TEXT, evidence TEXT, file INTEGER, offset INTEGER, length INTEGER
+);
+CREATE INDEX IF NOT EXISTS ix_detections_at ON ix_detections (at);
+CREATE INDEX IF NOT EXISTS ix_detections_session ON ix_detections (session);
+-- Health events other than scan summaries, by action and type (new types need no code).
+CREATE TABLE IF NOT EXISTS ix_health (
+    id TEXT PRIMARY KEY, at TEXT NOT NULL, action TEXT NOT NULL, kind TEXT, type TEXT, severity TEXT,
+    client TEXT, source_kind TEXT, message TEXT, file INTEGER, offset INTEGER, length INTEGER
+);
+CREATE INDEX IF NOT EXISTS ix_health_at ON ix_health (at);
+CREATE TABLE IF NOT EXISTS ix_scans (
+    scan_id TEXT PRIMARY KEY, at TEXT NOT NULL, duration_s REAL, emitted INTEGER, quarantined INTEGER,
+    errors INTEGER, detections INTEGER, sources TEXT
+);
+CREATE INDEX IF NOT EXISTS ix_scans_at ON ix_scans (at);
+"""
+
+
+def ensure(conn: sqlite3.Connection) -> None:
+    """Create the tables (idempotent); a stale version is emptied, to be rebuilt."""
+    conn.executescript(DDL) if not _in_transaction(conn) else _each(conn, DDL)
+    row = conn.execute("SELECT value FROM ix_meta WHERE key = 'version'").fetchone()
+    if row is None or row[0] != str(INDEX_VERSION):
+        clear(conn)
+
+
+def clear(conn: sqlite3.Connection) -> None:
+    for table in TABLES:
+        conn.execute(f"DELETE FROM {table}")
+    conn.execute("INSERT INTO ix_meta(key, value) VALUES ('version', ?)", (str(INDEX_VERSION),))
+
+
+def _in_transaction(conn: sqlite3.Connection) -> bool:
+    return conn.in_transaction
+
+
+def _each(conn: sqlite3.Connection, script: str) -> None:
+    """``executescript`` commits first; inside a transaction run the statements one by one."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO ix_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
