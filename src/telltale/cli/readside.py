@@ -13,6 +13,7 @@ import os
 import sqlite3
 import sys
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from telltale.cli.paths import default_log_path, default_state_path
@@ -90,6 +91,7 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any
     """A rich table on stdout (plain text when stdout is not a terminal)."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     t = Table(title=title, caption=caption, show_footer=footer is not None, header_style="bold")
     for i, name in enumerate(columns):
@@ -99,23 +101,40 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any
             overflow="fold",
         )  # fmt: skip
     for row in rows:
-        t.add_row(*("" if v is None else str(v) for v in row))
+        # Text cells: a value from the log is never read as markup, and its controls are cleaned.
+        t.add_row(*(Text("" if v is None else str(v).translate(_CONTROLS)) for v in row))
     wide = None if sys.stdout.isatty() else 250  # piped: no terminal width to fit
     Console(soft_wrap=False, width=wide).print(t)
+
+
+def is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def number(value: int | None) -> str:
     return "" if value is None else f"{value:,}"
 
 
+#: C0 controls and DEL: a value from the log may carry terminal escapes.
+_CONTROLS = {c: "?" for c in (*range(0x20), 0x7F)}
+
+
 def short_time(text: str | None, filters: Filters) -> str:
     """An index time in the filters' zone, to the minute."""
     if not text:
         return ""
+    return _minute(text[:16] if len(text) > 16 and text.endswith("Z") else text, filters.zone)
+
+
+@lru_cache(maxsize=8192)
+def _minute(text: str, zone: Any) -> str:
     import datetime as dt
 
     try:
-        moment = dt.datetime.fromisoformat(text)
+        moment = dt.datetime.fromisoformat(text + ":00+00:00" if len(text) == 16 else text)
     except ValueError:
         return text
-    return filters.zone.localize(moment).strftime("%Y-%m-%d %H:%M")
+    return str(zone.localize(moment).strftime("%Y-%m-%d %H:%M"))

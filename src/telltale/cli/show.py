@@ -26,6 +26,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from telltale.index.sessions import resolve
     from telltale.index.timeline import build
 
@@ -36,25 +38,64 @@ def run(args: argparse.Namespace) -> int:
         timeline = build(conn, session, readside.log_path_of(args, conn))
     finally:
         conn.close()
+    out = sys.stdout
     if args.json:
-        readside.json_lines({"depth": depth, "event": _shown(doc, args.content)} for depth, doc in timeline.entries)
-        return 0
-    from rich.console import Console
-    from rich.markup import escape
+        import msgspec
 
-    console = Console(highlight=False, soft_wrap=True)
+        encode = msgspec.json.Encoder().encode
+        out.buffer.write(
+            b"".join(encode({"depth": depth, "event": _shown(doc, args.content)}) + b"\n"
+                     for depth, doc in timeline.entries)
+        )  # fmt: skip
+        return 0
+    paint = _Paint(readside.is_terminal())
     s = session
-    console.print(
-        f"[bold]{escape(s.session_id)}[/bold]  {s.client} {s.agent or ''} {s.agent_version or ''}  "
-        f"{escape(s.project)}\n{readside.short_time(s.first_at, filters)} → {readside.short_time(s.last_at, filters)}"
-        f"  {s.messages} messages, {s.tool_calls} tool calls, {s.detections} detections, "
-        f"{readside.number(s.total)} tokens"
-    )
-    for depth, doc in timeline.entries:
-        console.print(("  " * depth) + _line(doc, args.content, filters, escape))
+    who = f"{s.client} {s.agent or ''} {s.agent_version or ''}"
+    head = [
+        f"{paint.bold(s.session_id)}  {paint.clean(who)}  {paint.clean(s.project)}",
+        f"{readside.short_time(s.first_at, filters)} → {readside.short_time(s.last_at, filters)}  "
+        f"{s.messages} messages, {s.tool_calls} tool calls, {s.detections} detections, "
+        f"{readside.number(s.total)} tokens",
+    ]
+    body = [("  " * depth) + _line(doc, args.content, filters, paint) for depth, doc in timeline.entries]
     if timeline.missing_spans:
-        console.print(f"[yellow]{timeline.missing_spans} part(s) of this session were in log files rotated away[/]")
+        body.append(paint.yellow(f"{timeline.missing_spans} part(s) of this session were in log files rotated away"))
+    out.write("\n".join(head + body) + "\n")
     return 0
+
+
+#: C0 controls and DEL (an agent's text may carry terminal escapes): shown as "?".
+_CONTROLS = {c: "?" for c in (*range(0x20), 0x7F) if c != 0x09}
+
+
+class _Paint:
+    """Minimal ANSI styling, only on a terminal; every text from the log is cleaned first."""
+
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    @staticmethod
+    def clean(text: str) -> str:
+        return text.translate(_CONTROLS)
+
+    def _wrap(self, code: str, text: str) -> str:
+        text = self.clean(text)
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def red(self, text: str) -> str:
+        return self._wrap("1;31", text)
+
+    def cyan(self, text: str) -> str:
+        return self._wrap("36", text)
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+    def yellow(self, text: str) -> str:
+        return self._wrap("33", text)
 
 
 def _shown(doc: dict[str, Any], content: str) -> dict[str, Any]:
@@ -74,50 +115,49 @@ def _shown(doc: dict[str, Any], content: str) -> dict[str, Any]:
     return out
 
 
-def _line(doc: dict[str, Any], content: str, filters: Any, escape: Any) -> str:
+def _line(doc: dict[str, Any], content: str, filters: Any, paint: _Paint) -> str:
     event = doc.get("event", {})
     tt = doc.get("telltale", {})
     gen_ai = doc.get("gen_ai") or {}
     when = readside.short_time(doc.get("@timestamp"), filters)[11:]
     action = event.get("action", "?")
+    clean = paint.clean
     if event.get("dataset") == "telltale.detection":
         det = tt.get("detection", {})
         rule = doc.get("rule", {})
         evidence = "; ".join(f"{e.get('field')}: {e.get('value')}" for e in det.get("evidence", [])[:2])
-        where = f" — {escape(evidence)}" if content != "none" and evidence else ""
-        return f"{when} [bold red]⚠ {det.get('severity', '')} {escape(str(rule.get('id', '')))}[/]{where}"
+        where = f" — {clean(_cut(evidence, 400))}" if content != "none" and evidence else ""
+        return f"{when} " + paint.red(f"⚠ {det.get('severity', '')} {rule.get('id', '')}") + where
     tool = gen_ai.get("tool") or {}
     if action == "tool_call":
         what = ""
         if content != "none":
             what = ((doc.get("process") or {}).get("command_line") or (doc.get("file") or {}).get("path")
                     or (doc.get("url") or {}).get("full") or (tt.get("tool") or {}).get("arguments") or "")  # fmt: skip
-        return f"{when} [cyan]→ {escape(str(tool.get('name', '?')))}[/] {escape(_cut(what, 240))}"
+        return f"{when} " + paint.cyan(f"→ {tool.get('name', '?')}") + f" {clean(_cut(what, 240))}"
     if action == "tool_result":
         t = tt.get("tool") or {}
         outcome = event.get("outcome", "")
         code = (doc.get("process") or {}).get("exit_code")
         text = t.get("result") if content == "full" else None
-        tail = f" {escape(_cut(text, 400))}" if text else ""
+        tail = f" {clean(_cut(text, 400))}" if text else ""
         extra = f" exit {code}" if code is not None else ""
-        name = escape(str(tool.get("name", "")))
-        return f"{when} ← {name} {outcome}{extra} ({t.get('result_length', 0)} bytes){tail}"
+        return f"{when} ← {clean(str(tool.get('name', '')))} {outcome}{extra} ({t.get('result_length', 0)} bytes){tail}"
     if action == "message":
         m = tt.get("message") or {}
         text = m.get("text") if content == "full" else None
-        body = escape(_cut(text, 2000)) if text else f"({m.get('length', 0)} bytes)"
-        role = m.get("role", "?")
+        body = clean(_cut(text, 2000)) if text else f"({m.get('length', 0)} bytes)"
         mark = " (injected)" if m.get("injected") else ""
-        return f"{when} [bold]{role}{mark}:[/] {body}"
+        return f"{when} " + paint.bold(f"{m.get('role', '?')}{mark}:") + f" {body}"
     if action == "usage":
         u = gen_ai.get("usage") or {}
         model = (gen_ai.get("request") or {}).get("model", "")
         counts = f"in {u.get('input_tokens', 0):,} out {u.get('output_tokens', 0):,}"
-        return f"{when} [dim]usage {escape(model)}: {counts}[/]"
+        return f"{when} " + paint.dim(f"usage {model}: {counts}")
     if action == "session":
         agent = (gen_ai.get("agent") or {}).get("name", "")
-        return f"{when} [dim]session {escape(str((gen_ai.get('conversation') or {}).get('id', '')))} ({agent})[/]"
-    return f"{when} {escape(str(action))}"
+        return f"{when} " + paint.dim(f"session {(gen_ai.get('conversation') or {}).get('id', '')} ({agent})")
+    return f"{when} {clean(str(action))}"
 
 
 def _cut(text: str | None, limit: int) -> str:

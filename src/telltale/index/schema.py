@@ -10,13 +10,14 @@ from __future__ import annotations
 import sqlite3
 
 #: Bump when a table changes meaning: an index of another version is rebuilt, not read.
-INDEX_VERSION = 1
+INDEX_VERSION = 3
 
 #: Seconds per usage bucket.
 BUCKET_SECONDS = 900
 
 TABLES = (
     "ix_meta", "ix_files", "ix_seen", "ix_sessions", "ix_session_models", "ix_spans", "ix_responses",
+    "ix_response_keys",
     "ix_usage", "ix_detections", "ix_health", "ix_scans",
 )  # fmt: skip
 
@@ -26,8 +27,10 @@ CREATE TABLE IF NOT EXISTS ix_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS ix_files (
     id INTEGER PRIMARY KEY, device INTEGER NOT NULL, inode INTEGER NOT NULL, UNIQUE (device, inode)
 );
--- event.id of every event indexed (64-bit prefix): the deduplication set.
-CREATE TABLE IF NOT EXISTS ix_seen (id INTEGER PRIMARY KEY);
+-- event.id of every event indexed (first 60 bits, packed 64-bit integers), per session (0: none)
+-- and window: the deduplication set.
+CREATE TABLE IF NOT EXISTS ix_seen (id INTEGER PRIMARY KEY, session INTEGER NOT NULL, ids BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS ix_seen_session ON ix_seen (session);
 CREATE TABLE IF NOT EXISTS ix_sessions (
     id INTEGER PRIMARY KEY,
     client TEXT NOT NULL,
@@ -59,13 +62,15 @@ CREATE TABLE IF NOT EXISTS ix_spans (
     session INTEGER NOT NULL, file INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ix_spans_session ON ix_spans (session);
--- One row per provider response, keyed by the agent's own response identity (or event.id).
+-- One row per provider response (appended in log order, a later copy of the same response
+-- moves its row). ix_response_keys finds a response by the agent's own identity (60-bit hash).
 CREATE TABLE IF NOT EXISTS ix_responses (
-    key TEXT PRIMARY KEY, session INTEGER, client TEXT NOT NULL, model TEXT NOT NULL, project TEXT NOT NULL,
+    id INTEGER PRIMARY KEY, session INTEGER, client TEXT NOT NULL, model TEXT NOT NULL, project TEXT NOT NULL,
     bucket INTEGER NOT NULL, input INTEGER NOT NULL, cache_creation INTEGER NOT NULL,
     cache_read INTEGER NOT NULL, output INTEGER NOT NULL, total INTEGER NOT NULL
-) WITHOUT ROWID;
+);
 CREATE INDEX IF NOT EXISTS ix_responses_session ON ix_responses (session);
+CREATE TABLE IF NOT EXISTS ix_response_keys (hash INTEGER PRIMARY KEY, response INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS ix_usage (
     bucket INTEGER NOT NULL, client TEXT NOT NULL, model TEXT NOT NULL, project TEXT NOT NULL,
     responses INTEGER NOT NULL, input INTEGER NOT NULL, cache_creation INTEGER NOT NULL,
@@ -94,25 +99,27 @@ CREATE INDEX IF NOT EXISTS ix_scans_at ON ix_scans (at);
 
 
 def ensure(conn: sqlite3.Connection) -> None:
-    """Create the tables (idempotent); a stale version is emptied, to be rebuilt."""
-    conn.executescript(DDL) if not _in_transaction(conn) else _each(conn, DDL)
-    row = conn.execute("SELECT value FROM ix_meta WHERE key = 'version'").fetchone()
-    if row is None or row[0] != str(INDEX_VERSION):
-        clear(conn)
+    """Create the tables (idempotent); an index of another version is dropped, to be rebuilt."""
+    has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ix_meta'").fetchone()
+    if has_meta is not None:
+        row = conn.execute("SELECT value FROM ix_meta WHERE key = 'version'").fetchone()
+        if row is None or row[0] != str(INDEX_VERSION):
+            for table in TABLES:
+                conn.execute(f"DROP TABLE IF EXISTS {table}")  # its indexes go with it
+            has_meta = None
+    _each(conn, DDL)
+    if has_meta is None:
+        conn.execute("INSERT OR REPLACE INTO ix_meta(key, value) VALUES ('version', ?)", (str(INDEX_VERSION),))
 
 
 def clear(conn: sqlite3.Connection) -> None:
     for table in TABLES:
         conn.execute(f"DELETE FROM {table}")
-    conn.execute("INSERT INTO ix_meta(key, value) VALUES ('version', ?)", (str(INDEX_VERSION),))
-
-
-def _in_transaction(conn: sqlite3.Connection) -> bool:
-    return conn.in_transaction
+    conn.execute("INSERT OR REPLACE INTO ix_meta(key, value) VALUES ('version', ?)", (str(INDEX_VERSION),))
 
 
 def _each(conn: sqlite3.Connection, script: str) -> None:
-    """``executescript`` commits first; inside a transaction run the statements one by one."""
+    """The statements one by one (``executescript`` would commit the caller's transaction)."""
     for statement in script.split(";"):
         if statement.strip():
             conn.execute(statement)

@@ -78,7 +78,7 @@ def health(conn: sqlite3.Connection, filters: Filters) -> dict[str, Any]:
 
 def index_counts(conn: sqlite3.Connection) -> dict[str, int]:
     return {
-        "events": int(conn.execute("SELECT count(*) FROM ix_seen").fetchone()[0]),
+        "events": int(conn.execute("SELECT coalesce(sum(length(ids)), 0) / 8 FROM ix_seen").fetchone()[0]),
         "sessions": int(conn.execute("SELECT count(*) FROM ix_sessions").fetchone()[0]),
         "detections": int(conn.execute("SELECT count(*) FROM ix_detections").fetchone()[0]),
     }

@@ -18,7 +18,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import sqlite3
+from array import array
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any
 
 import msgspec
@@ -40,17 +42,33 @@ _REQUESTED = Stage.REQUESTED
 
 
 def id64(event_id: str) -> int:
-    """A signed 64-bit key for an ``event.id`` (its first 16 hex digits; hashed otherwise)."""
+    """A 60-bit key for an ``event.id``: its first 15 hex digits (hashed when it is not hex)."""
     try:
-        if len(event_id) >= 16:
-            return int(event_id[:16], 16) - (1 << 63)
+        if len(event_id) >= 15:
+            return int(event_id[:15], 16)
     except ValueError:
         pass
-    return int.from_bytes(hashlib.blake2b(event_id.encode(), digest_size=8).digest(), "big") - (1 << 63)
+    return int.from_bytes(hashlib.blake2b(event_id.encode(), digest_size=8).digest(), "big") >> 4
+
+
+#: Bucket of each minute met (``YYYY-MM-DDTHH:MM``, canonical UTC times): one parse per minute.
+_BUCKETS: dict[str, int] = {}
 
 
 def bucket_of(at: str) -> int:
     """The 15-minute UTC bucket (epoch seconds) of an event time."""
+    if len(at) >= 16 and at.endswith("Z"):
+        minute = at[:16]
+        bucket = _BUCKETS.get(minute)
+        if bucket is None:
+            if len(_BUCKETS) > 100_000:
+                _BUCKETS.clear()
+            bucket = _BUCKETS[minute] = _parse_bucket(minute + ":00Z")
+        return bucket
+    return _parse_bucket(at)
+
+
+def _parse_bucket(at: str) -> int:
     try:
         moment = dt.datetime.fromisoformat(at)
     except ValueError:
@@ -99,27 +117,24 @@ class _Session:
 class _Batch:
     """The facts of one window, gathered before they are written."""
 
-    def __init__(self, file_id: int) -> None:
+    def __init__(self, file_id: int, rowids: dict[tuple[str, str], int]) -> None:
         self.file_id = file_id
+        self.rowids = rowids
         self.sessions: dict[tuple[str, str], _Session] = {}
-        #: (key, session key, model, at, tokens) of each usage event, in log order.
-        self.responses: list[tuple[str, tuple[str, str], str, str, tuple[int, int, int, int, int]]] = []
+        #: (key, session key, model, at, tokens, hash of the agent's response id or None) of
+        #: each usage event, in log order.
+        self.responses: list[tuple[str, tuple[str, str], str, str, tuple[int, int, int, int, int], int | None]] = []
         self.detections: list[tuple[Any, ...]] = []
         self.health: list[tuple[Any, ...]] = []
         self.scans: list[tuple[Any, ...]] = []
         self._span_key: tuple[str, str] | None = None
         self._span: list[int] | None = None
 
-    def session(self, key: tuple[str, str], at: str | None, offset: int, end: int) -> _Session:
+    def span(self, key: tuple[str, str], offset: int, end: int) -> _Session:
+        """The session's accumulator, its byte span grown by ``[offset, end)``."""
         s = self.sessions.get(key)
         if s is None:
             s = self.sessions[key] = _Session()
-        s.events += 1
-        if at:
-            if s.first is None or at < s.first:
-                s.first = at
-            if s.last is None or at > s.last:
-                s.last = at
         span = self._span
         if self._span_key == key and span is not None and span[1] == offset:
             span[1] = end
@@ -129,34 +144,53 @@ class _Batch:
             s.spans.append(self._span)
         return s
 
+    def session(self, key: tuple[str, str], at: str | None, offset: int, end: int) -> _Session:
+        """One event of a session, read from its line."""
+        s = self.span(key, offset, end)
+        s.events += 1
+        if at:
+            if s.first is None or at < s.first:
+                s.first = at
+            if s.last is None or at > s.last:
+                s.last = at
+        return s
+
     # -- the two front ends ------------------------------------------------------------
-    def observation(self, obs: Observation, line: bytes, offset: int, end: int, content: str) -> None:
-        session_id = obs.session_id
-        if not session_id:
-            return
-        at = obs.occurred_at
-        if not at:
-            at = documents.decode_document(line).timestamp  # observed time: only the line has it
-        key = (obs.client, session_id)
-        s = self.session(key, at, offset, end)
-        family = obs.family
-        if family is _TOOL:
-            if obs.stage is _REQUESTED:
-                s.tool_calls += 1
-        elif family is _MESSAGE:
-            s.messages += 1
-        elif family is _USAGE and obs.usage is not None and obs.stage is None:
-            self.responses.append(
-                (
-                    obs.response_id or obs.observation_id,
-                    key,
-                    obs.model or "",
-                    at,
-                    tokens(obs.usage, obs.usage.total_tokens),
-                )
-            )
+    def run(
+        self, run: Sequence[Observation], lines: Sequence[bytes], first: int, key: tuple[str, str], offset: int,
+        end: int, content: str,
+    ) -> None:
+        """Consecutive new events of one session (``lines[first:]`` are theirs), in bytes
+        ``[offset, end)`` of the log: counted, timed and spanned at once."""
+        stamps = [o.occurred_at for o in run]
+        if None in stamps or "" in stamps:  # observed time: only the line has it
+            stamps = [t or documents.decode_document(lines[first + k]).timestamp for k, t in enumerate(stamps)]
+        times: list[str] = stamps  # type: ignore[assignment]  # every one is set now
+        s = self.span(key, offset, end)
+        s.events += len(run)
+        lo, hi = min(times), max(times)
+        if s.first is None or lo < s.first:
+            s.first = lo
+        if s.last is None or hi > s.last:
+            s.last = hi
+        # Counted as the log's ``event.action`` says: a message or usage has no stage, a call is requested.
+        families = [o.family for o in run]
+        if _MESSAGE in families:
+            s.messages += [o.stage for o in run if o.family is _MESSAGE].count(None)
+        if _TOOL in families:
+            s.tool_calls += [o.stage for o in run if o.family is _TOOL].count(_REQUESTED)
+        if _USAGE in families:
+            responses = self.responses
+            for k, o in enumerate(run):
+                u = o.usage
+                if u is not None and o.family is _USAGE and o.stage is None:
+                    rid = o.response_id
+                    responses.append(
+                        (rid or o.observation_id, key, o.model or "", times[k], tokens(u, u.total_tokens),
+                         _response_hash(rid) if rid else None)
+                    )  # fmt: skip
         if s.ctx is None:
-            s.ctx = _context_of_observation(obs, content)
+            s.ctx = _context_of_observation(run[0], content)
 
     def document(self, doc: documents.Document, offset: int, end: int) -> None:
         event, tt, gen_ai = doc.event, doc.telltale, doc.gen_ai
@@ -181,6 +215,7 @@ class _Batch:
                         model or "",
                         doc.timestamp,
                         tokens(gen_ai.usage, tt.usage_total_tokens),
+                        _response_hash(tt.response_id) if tt.response_id else None,
                     )
                 )
             if s.ctx is None:
@@ -250,6 +285,14 @@ def file_id(conn: sqlite3.Connection, device: int, inode: int) -> int:
     return int(row[0])
 
 
+def _doc_key(doc: documents.Document | None) -> tuple[str, str] | None:
+    if doc is None:
+        return None
+    gen_ai = doc.gen_ai
+    session_id = gen_ai.conversation.id if gen_ai is not None and gen_ai.conversation is not None else None
+    return (doc.telltale.client or "", session_id) if session_id else None
+
+
 def index_window(
     conn: sqlite3.Connection,
     *,
@@ -267,91 +310,162 @@ def index_window(
     ``i`` was built from, or ``None`` (the line is then read back). Returns the number
     of events that were new to the index.
     """
-    if not lines:
+    n = len(lines)
+    if not n:
         return 0
-    fresh = _unseen(conn, ids)
-    batch = _Batch(file_id(conn, device, inode))
-    offset = start
+    obs_of: Sequence[Observation | None] = observations if observations is not None else [None] * n
+    # Runs of consecutive lines of one session (a transcript's events come in long runs);
+    # a line without its observation is a run of its own, read back.
+    runs: list[tuple[tuple[str, str] | None, int, int, documents.Document | None]] = []
     decode = documents.decode_document
-    for i, line in enumerate(lines):
-        end = offset + len(line) + 1
-        if i in fresh:
-            obs = observations[i] if observations is not None else None
-            if obs is not None:
-                batch.observation(obs, line, offset, end, content)
-            else:
-                try:
-                    doc = decode(line)
-                except (msgspec.DecodeError, ValueError):
-                    doc = None
-                if doc is not None:
-                    batch.document(doc, offset, end)
-        offset = end
-    _write(conn, batch)
-    return len(fresh)
-
-
-def _unseen(conn: sqlite3.Connection, ids: Sequence[str]) -> set[int]:
-    """Positions of the lines whose event is new; marks them seen."""
-    keys = [id64(i) for i in ids]
-    seen: set[int] = set()
-    for first in range(0, len(keys), _CHUNK):
-        chunk = keys[first : first + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        seen.update(r[0] for r in conn.execute(f"SELECT id FROM ix_seen WHERE id IN ({marks})", chunk))
-    fresh: set[int] = set()
-    new: list[tuple[int]] = []
-    for position, key in enumerate(keys):
-        if key in seen or not ids[position]:
+    i = 0
+    while i < n:
+        o = obs_of[i]
+        if o is None:
+            try:
+                doc: documents.Document | None = decode(lines[i])
+            except (msgspec.DecodeError, ValueError):
+                doc = None
+            runs.append((_doc_key(doc), i, i + 1, doc))
+            i += 1
             continue
-        seen.add(key)  # a second copy inside the window is a duplicate too
-        fresh.add(position)
-        new.append((key,))
-    conn.executemany("INSERT INTO ix_seen(id) VALUES (?)", new)
+        sid, client = o.session_id, o.client
+        j = i + 1
+        while j < n and (p := obs_of[j]) is not None and p.session_id == sid and p.client == client:
+            j += 1
+        runs.append(((client, sid) if sid else None, i, j, None))
+        i = j
+    rowids = _session_rowids(conn, {r[0] for r in runs if r[0] is not None})
+    owners: list[int] = []
+    for key, a, b, _ in runs:
+        owners += [rowids[key] if key is not None else 0] * (b - a)
+    fresh = _unseen(conn, owners, ids)
+    batch = _Batch(file_id(conn, device, inode), rowids)
+    # Byte offset of line i: start + (lengths of the lines before it) + i newlines.
+    before = list(accumulate(map(len, lines), initial=start))
+    for key, a, b, doc in runs:
+        if doc is not None:
+            if fresh[a]:
+                batch.document(doc, before[a] + a, before[b] + b)
+            continue
+        if key is None:
+            continue
+        while a < b:  # the new lines of the run, in stretches (a duplicate splits a run)
+            if not fresh[a]:
+                a += 1
+                continue
+            c = a + 1
+            while c < b and fresh[c]:
+                c += 1
+            batch.run(obs_of[a:c], lines, a, key, before[a] + a, before[c] + c, content)  # type: ignore[arg-type]
+            a = c
+    _write(conn, batch)
+    return sum(fresh)
+
+
+def _keys(ids: Sequence[str]) -> list[int]:
+    try:
+        return [int(i[:15], 16) for i in ids]  # the ids Telltale makes are hex digests
+    except ValueError:
+        return [id64(i) for i in ids]
+
+
+def _session_rowids(conn: sqlite3.Connection, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """The rowid of each session (created, empty, when new)."""
+    if not keys:
+        return {}
+    out: dict[tuple[str, str], int] = {}
+    wanted = _json.encode(sorted(keys))
+    for rowid, client, session_id in conn.execute(
+        "SELECT id, client, session_id FROM ix_sessions WHERE (client, session_id) IN"
+        " (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))",
+        (wanted,),
+    ):
+        out[(client, session_id)] = int(rowid)
+    for key in sorted(keys - out.keys()):
+        row = conn.execute("INSERT INTO ix_sessions(client, session_id) VALUES (?, ?) RETURNING id", key).fetchone()
+        out[key] = int(row[0])
+    return out
+
+
+def _unseen(conn: sqlite3.Connection, owners: Sequence[int], ids: Sequence[str]) -> list[bool]:
+    """For each line, whether its event is new; records the new ones as seen.
+
+    The seen ids are kept per session as packed 64-bit arrays, one row per session and
+    window: a window reads the arrays of the sessions it touches (duplicates come from
+    re-reading a source, so they fall in the same sessions) and appends one row per
+    session, instead of inserting into an index keyed by hashes all over the set.
+    """
+    keys = _keys(ids)
+    seen: set[int] = set()
+    sessions = _json.encode(sorted(set(owners)))
+    query = "SELECT ids FROM ix_seen WHERE session IN (SELECT value FROM json_each(?))"
+    for (blob,) in conn.execute(query, (sessions,)):
+        seen.update(array("q", blob))
+    if seen.isdisjoint(keys) and len(set(keys)) == len(keys) and all(ids):
+        fresh = [True] * len(keys)
+    else:
+        fresh = []
+        for position, key in enumerate(keys):
+            if key in seen or not ids[position]:
+                fresh.append(False)
+                continue
+            seen.add(key)  # a second copy inside the window is a duplicate too
+            fresh.append(True)
+    by_session: dict[int, array[int]] = {}
+    for owner, key, new in zip(owners, keys, fresh, strict=True):
+        if new:
+            packed = by_session.get(owner)
+            if packed is None:
+                packed = by_session[owner] = array("q")
+            packed.append(key)
+    conn.executemany(
+        "INSERT INTO ix_seen(session, ids) VALUES (?, ?)", [(k, v.tobytes()) for k, v in by_session.items()]
+    )
     return fresh
 
 
-_UPSERT_SESSION = """
-INSERT INTO ix_sessions(client, session_id, agent, agent_version, cwd, cwd_hash, parent_session_id,
-    parent_call_id, first_at, last_at, events, messages, tool_calls, detections, max_severity)
-VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-ON CONFLICT(client, session_id) DO UPDATE SET
-    agent = coalesce(agent, excluded.agent),
-    agent_version = coalesce(excluded.agent_version, agent_version),
-    cwd = coalesce(cwd, excluded.cwd),
-    cwd_hash = coalesce(cwd_hash, excluded.cwd_hash),
-    parent_session_id = coalesce(parent_session_id, excluded.parent_session_id),
-    parent_call_id = coalesce(parent_call_id, excluded.parent_call_id),
-    first_at = CASE WHEN first_at IS NULL OR excluded.first_at < first_at THEN excluded.first_at ELSE first_at END,
-    last_at = CASE WHEN last_at IS NULL OR excluded.last_at > last_at THEN excluded.last_at ELSE last_at END,
-    events = events + excluded.events,
-    messages = messages + excluded.messages,
-    tool_calls = tool_calls + excluded.tool_calls,
-    detections = detections + excluded.detections,
-    max_severity = max(max_severity, excluded.max_severity)
-RETURNING id, cwd, cwd_hash
+_UPDATE_SESSION = """
+UPDATE ix_sessions SET
+    agent = coalesce(agent, :agent),
+    agent_version = coalesce(:version, agent_version),
+    cwd = coalesce(cwd, :cwd),
+    cwd_hash = coalesce(cwd_hash, :cwd_hash),
+    parent_session_id = coalesce(parent_session_id, :parent),
+    parent_call_id = coalesce(parent_call_id, :call),
+    first_at = CASE WHEN first_at IS NULL OR :first < first_at THEN :first ELSE first_at END,
+    last_at = CASE WHEN last_at IS NULL OR :last > last_at THEN :last ELSE last_at END,
+    events = events + :events,
+    messages = messages + :messages,
+    tool_calls = tool_calls + :tools,
+    detections = detections + :detections,
+    max_severity = max(max_severity, :severity)
+WHERE id = :id
+RETURNING coalesce(cwd, cwd_hash, '')
 """
+_CONTEXT = ("agent", "version", "cwd", "cwd_hash", "parent", "call")
 
 
 def _write(conn: sqlite3.Connection, batch: _Batch) -> None:
-    rowids: dict[tuple[str, str], tuple[int, str]] = {}
+    projects: dict[tuple[str, str], tuple[int, str]] = {}
     spans: list[tuple[int, int, int, int]] = []
     for key, s in batch.sessions.items():
+        rowid = batch.rowids[key]
         ctx = s.ctx or (None, None, None, None, None, None)
-        row = conn.execute(
-            _UPSERT_SESSION,
-            (key[0], key[1], *ctx, s.first, s.last, s.events, s.messages, s.tool_calls, s.detections, s.severity),
-        ).fetchone()
-        rowids[key] = (int(row[0]), row[1] or row[2] or "")
-        spans.extend((row[0], batch.file_id, a, b) for a, b in s.spans)
+        values = dict(zip(_CONTEXT, ctx, strict=True))
+        values.update(first=s.first, last=s.last, events=s.events, messages=s.messages, tools=s.tool_calls,
+                      detections=s.detections, severity=s.severity, id=rowid)  # fmt: skip
+        row = conn.execute(_UPDATE_SESSION, values).fetchone()
+        projects[key] = (rowid, row[0])
+        spans.extend((rowid, batch.file_id, a, b) for a, b in s.spans)
     conn.executemany("INSERT INTO ix_spans(session, file, start, end) VALUES (?,?,?,?)", spans)
     if batch.responses:
-        _responses(conn, batch, rowids)
+        _responses(conn, batch, projects)
     if batch.detections:
         conn.executemany(
             "INSERT OR IGNORE INTO ix_detections(id, at, session, client, rule_id, rule_name, severity, severity_name,"
             " score, category, message, tool, evidence, file, offset, length) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [(d[0], d[1], rowids[d[2]][0] if d[2] in rowids else None, *d[3:]) for d in batch.detections],
+            [(d[0], d[1], batch.rowids.get(d[2]) if d[2] else None, *d[3:]) for d in batch.detections],
         )
     if batch.health:
         conn.executemany(
@@ -370,51 +484,72 @@ def _write(conn: sqlite3.Connection, batch: _Batch) -> None:
 _Tokens = tuple[int, int, int, int, int]
 
 
-def _responses(conn: sqlite3.Connection, batch: _Batch, rowids: dict[tuple[str, str], tuple[int, str]]) -> None:
-    """Usage: each response once by its key, the last line winning; rollups moved by deltas."""
-    keys = list({r[0] for r in batch.responses})
-    current: dict[str, tuple[Any, ...]] = {}
-    for first in range(0, len(keys), _CHUNK):
-        chunk = keys[first : first + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(
-            "SELECT key, session, client, model, project, bucket, input, cache_creation, cache_read, output, total"
-            f" FROM ix_responses WHERE key IN ({marks})",
-            chunk,
-        ):
-            current[row[0]] = tuple(row[1:])
-    usage: dict[tuple[int, str, str, str], list[int]] = {}
-    models: dict[tuple[int, str], list[int]] = {}
-    totals: dict[int, list[int]] = {}
+def _responses(conn: sqlite3.Connection, batch: _Batch, projects: dict[tuple[str, str], tuple[int, str]]) -> None:
+    """Usage: each response once by its key, the last line winning; rollups moved by deltas.
 
-    def move(session: int | None, client: str, model: str, project: str, bucket: int, t: Sequence[int], sign: int
-             ) -> None:  # fmt: skip
-        u = usage.setdefault((bucket, client, model, project), [0, 0, 0, 0, 0, 0])
-        u[0] += sign
-        for j in range(5):
-            u[j + 1] += sign * t[j]
-        if session is not None:
-            m = models.setdefault((session, model), [0, 0, 0, 0, 0, 0])
-            m[0] += sign
-            s = totals.setdefault(session, [0, 0, 0, 0, 0])
-            for j in range(5):
-                m[j + 1] += sign * t[j]
-                s[j] += sign * t[j]
-
-    for key, skey, model, at, t in batch.responses:
-        session, project = rowids[skey]
+    A response keyed by its ``event.id`` is new (its event is). One keyed by the agent's
+    response identity may have been met before, in this window or an earlier one: its row
+    is then moved to the new line's values and the rollups take the difference.
+    """
+    agent_keys = {r[5] for r in batch.responses if r[5] is not None}
+    found: dict[int, int] = {}
+    rows: dict[int, list[Any]] = {}  # response rowid -> [session, client, model, project, bucket, 5 counts]
+    if agent_keys:
+        found = dict(
+            conn.execute(
+                "SELECT hash, response FROM ix_response_keys WHERE hash IN (SELECT value FROM json_each(?))",
+                (_json.encode(sorted(agent_keys)),),
+            ).fetchall()
+        )
+        if found:
+            for row in conn.execute(
+                "SELECT id, session, client, model, project, bucket, input, cache_creation, cache_read, output, total"
+                " FROM ix_responses WHERE id IN (SELECT value FROM json_each(?))",
+                (_json.encode(sorted(found.values())),),
+            ):
+                rows[row[0]] = list(row[1:])
+    existing = set(rows)
+    next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM ix_responses").fetchone()[0]) + 1
+    new_keys: list[tuple[int, int]] = []
+    # Signed (count, 5 token counts) entries per rollup key, summed at the end.
+    usage_parts: dict[tuple[int, str, str, str], list[tuple[int, ...]]] = {}
+    model_parts: dict[tuple[int, str], list[tuple[int, ...]]] = {}
+    buckets = _BUCKETS
+    for _key, skey, model, at, t, h in batch.responses:
+        session, project = projects[skey]
         client = skey[0]
-        bucket = bucket_of(at)
-        old = current.get(key)
-        if old is not None:
-            move(old[0], old[1], old[2], old[3], old[4], old[5:10], -1)
-        move(session, client, model, project, bucket, t, 1)
-        current[key] = (session, client, model, project, bucket, *t)
+        bucket = buckets.get(at[:16]) if at.endswith("Z") else None
+        if bucket is None:
+            bucket = bucket_of(at)
+        rowid = found.get(h) if h is not None else None
+        if rowid is not None:
+            old = rows[rowid]
+            minus = (-1, -old[5], -old[6], -old[7], -old[8], -old[9])
+            usage_parts.setdefault((old[4], old[1], old[2], old[3]), []).append(minus)
+            model_parts.setdefault((old[0], old[2]), []).append(minus)
+        else:
+            rowid = next_id
+            next_id += 1
+            if h is not None:
+                found[h] = rowid
+                new_keys.append((h, rowid))
+        rows[rowid] = [session, client, model, project, bucket, *t]
+        plus = (1, *t)
+        usage_parts.setdefault((bucket, client, model, project), []).append(plus)
+        model_parts.setdefault((session, model), []).append(plus)
+    usage = {k: list(map(sum, zip(*v, strict=True))) for k, v in usage_parts.items()}
+    models = {k: list(map(sum, zip(*v, strict=True))) for k, v in model_parts.items()}
     conn.executemany(
-        "INSERT OR REPLACE INTO ix_responses(key, session, client, model, project, bucket, input, cache_creation,"
-        " cache_read, output, total) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        [(k, *v) for k, v in current.items()],
+        "INSERT INTO ix_responses(id, session, client, model, project, bucket, input, cache_creation, cache_read,"
+        " output, total) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        [(k, *v) for k, v in rows.items() if k not in existing],
     )
+    conn.executemany(
+        "UPDATE ix_responses SET session = ?, client = ?, model = ?, project = ?, bucket = ?, input = ?,"
+        " cache_creation = ?, cache_read = ?, output = ?, total = ? WHERE id = ?",
+        [(*v, k) for k, v in rows.items() if k in existing],
+    )
+    conn.executemany("INSERT INTO ix_response_keys(hash, response) VALUES (?, ?)", new_keys)
     conn.executemany(
         "INSERT INTO ix_usage(bucket, client, model, project, responses, input, cache_creation, cache_read, output,"
         " total) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(bucket, client, model, project) DO UPDATE SET"
@@ -423,9 +558,9 @@ def _responses(conn: sqlite3.Connection, batch: _Batch, rowids: dict[tuple[str, 
         " output = output + excluded.output, total = total + excluded.total",
         [(*k, *v) for k, v in usage.items()],
     )
-    emptied = [k for k, v in usage.items() if v[0] < 0]
     conn.executemany(
-        "DELETE FROM ix_usage WHERE bucket = ? AND client = ? AND model = ? AND project = ? AND responses <= 0", emptied
+        "DELETE FROM ix_usage WHERE bucket = ? AND client = ? AND model = ? AND project = ? AND responses <= 0",
+        [k for k, v in usage.items() if v[0] < 0],
     )
     conn.executemany(
         "INSERT INTO ix_session_models(session, model, responses, input, cache_creation, cache_read, output, total)"
@@ -439,8 +574,18 @@ def _responses(conn: sqlite3.Connection, batch: _Batch, rowids: dict[tuple[str, 
         "DELETE FROM ix_session_models WHERE session = ? AND model = ? AND responses <= 0",
         [k for k, v in models.items() if v[0] < 0],
     )
+    totals: dict[int, list[int]] = {}
+    for (session, _), v in models.items():
+        tot = totals.setdefault(session, [0, 0, 0, 0, 0])
+        for j in range(5):
+            tot[j] += v[j + 1]
     conn.executemany(
         "UPDATE ix_sessions SET input = input + ?, cache_creation = cache_creation + ?, cache_read = cache_read + ?,"
         " output = output + ?, total = total + ? WHERE id = ?",
         [(*v, k) for k, v in totals.items()],
     )
+
+
+def _response_hash(key: str) -> int:
+    """A 60-bit key for an agent's response identity."""
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogateescape"), digest_size=8).digest(), "big") >> 4
