@@ -327,3 +327,26 @@ def test_read_commands_fail_in_one_line_without_a_state(tmp_path: Path) -> None:
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "telltale scan" in proc.stderr
     proc = run_cli(["usage", "--since", "soon", "--state-path", str(tmp_path / "x")], tmp_path, check=False)
     assert proc.returncode == 2 and "not a time" in proc.stderr
+
+
+def test_show_full_reads_text_back_only_while_the_store_matches(scanned: dict[str, Any], tmp_path: Path) -> None:
+    # The log is in the default mode: message text is only a length and a hash.
+    entries = _json(scanned, "show", S2[:13], "--content", "full")
+    texts = {e["event"]["telltale"]["message"].get("text") for e in entries
+             if e["event"]["event"]["action"] == "message"}  # fmt: skip
+    assert "again" in texts and "Sure." in texts
+    assert all(e["event"]["telltale"]["message"].get("text_from") == "store" for e in entries
+               if e["event"]["event"]["action"] == "message")  # fmt: skip
+    assert all("text" not in (e["event"]["telltale"].get("message") or {})
+               for e in _json(scanned, "show", S2[:13], "--content", "full", "--log-only"))  # fmt: skip
+    # Rewrite the prompt in the store: its hash no longer matches, so the log's view is shown.
+    path = scanned["home"] / ".claude" / "projects" / "-work-app" / f"{S2}.jsonl"
+    original = path.read_text()
+    try:
+        path.write_text(original.replace('"again"', '"AGAIN"'))
+        changed = _json(scanned, "show", S2[:13], "--content", "full")
+        texts = {e["event"]["telltale"]["message"].get("text") for e in changed
+                 if e["event"]["event"]["action"] == "message"}  # fmt: skip
+        assert "AGAIN" not in texts and "again" not in texts and "Sure." in texts
+    finally:
+        path.write_text(original)

@@ -16,8 +16,12 @@ def register(sub: Any) -> None:
     p.add_argument("session", metavar="SESSION")
     p.add_argument(
         "--content", choices=_CONTENT, default="redacted",
-        help="how much to show: none (actions, sizes), redacted (default: commands, paths, URLs), full (text too); "
-        "never more than the log holds",
+        help="how much to show: none (actions, sizes), redacted (default: commands, paths, URLs), full (text too: "
+        "from the log, or from the agent's store when its record still matches the log's hash)",
+    )  # fmt: skip
+    p.add_argument(
+        "--log-only", action="store_true",
+        help="with --content full: show only what the log holds, never read the agent's store",
     )  # fmt: skip
     readside.add_paths(p)
     p.add_argument("--timezone", metavar="TZ", help="times in this IANA zone (default: local)")
@@ -36,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         session = resolve(conn, args.session)
         timeline = build(conn, session, readside.log_path_of(args, conn))
+        if args.content == "full" and not args.log_only:
+            _from_stores(conn, timeline.entries)
     finally:
         conn.close()
     out = sys.stdout
@@ -62,6 +68,24 @@ def run(args: argparse.Namespace) -> int:
         body.append(paint.yellow(f"{timeline.missing_spans} part(s) of this session were in log files rotated away"))
     out.write("\n".join(head + body) + "\n")
     return 0
+
+
+def _from_stores(conn: Any, entries: list[tuple[int, dict[str, Any]]]) -> None:
+    """Fill in texts the log holds only as hashes, from stores whose records still match."""
+    from telltale.index.storetext import texts
+
+    found = texts(conn, (doc for _, doc in entries))
+    for _, doc in entries:
+        text = found.get((doc.get("event") or {}).get("id", ""))
+        if text is None:
+            continue
+        tt = doc["telltale"]
+        if isinstance(tt.get("message"), dict):
+            tt["message"]["text"] = text
+            tt["message"]["text_from"] = "store"
+        elif isinstance(tt.get("tool"), dict):
+            tt["tool"]["result"] = text
+            tt["tool"]["result_from"] = "store"
 
 
 #: C0 controls and DEL (an agent's text may carry terminal escapes): shown as "?".

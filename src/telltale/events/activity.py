@@ -258,6 +258,11 @@ def _attributes(attributes: dict[str, str], content: str) -> _Attributes:
     return hit
 
 
+def bounded_text(value: str, limit: int) -> str:
+    """A text redacted and cut to ``limit`` as an event in ``full`` mode carries it."""
+    return _field(value, limit, "text", [])
+
+
 def outgoing_session_fields(obs: Observation, content: str) -> tuple[str | None, str | None, dict[str, str]]:
     """The cwd, cwd hash and attributes of an observation's event, as the log holds them
     (redacted, or hashed in ``none`` mode): what the index records of its session."""

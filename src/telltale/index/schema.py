@@ -10,16 +10,17 @@ from __future__ import annotations
 import sqlite3
 
 #: Bump when a table changes meaning: an index of another version is rebuilt, not read.
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 
 #: Seconds per usage bucket.
 BUCKET_SECONDS = 900
 
 TABLES = (
-    "ix_meta", "ix_files", "ix_seen", "ix_sessions", "ix_session_models", "ix_spans", "ix_responses",
-    "ix_response_keys",
-    "ix_usage", "ix_detections", "ix_health", "ix_scans",
+    "ix_meta", "ix_files", "ix_seen", "ix_sessions", "ix_spans", "ix_responses", "ix_usage", "ix_detections",
+    "ix_health", "ix_scans",
 )  # fmt: skip
+#: Tables of earlier index versions, dropped with them.
+OLD_TABLES = ("ix_session_models", "ix_response_keys")
 
 DDL = """
 CREATE TABLE IF NOT EXISTS ix_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -50,33 +51,26 @@ CREATE TABLE IF NOT EXISTS ix_sessions (
 CREATE INDEX IF NOT EXISTS ix_sessions_last ON ix_sessions (last_at);
 CREATE INDEX IF NOT EXISTS ix_sessions_parent ON ix_sessions (parent_session_id);
 
--- Tokens of a session by model (ccusage's fields: input without cached, cache creation, cache read, output).
-CREATE TABLE IF NOT EXISTS ix_session_models (
-    session INTEGER NOT NULL, model TEXT NOT NULL, responses INTEGER NOT NULL,
-    input INTEGER NOT NULL, cache_creation INTEGER NOT NULL, cache_read INTEGER NOT NULL,
-    output INTEGER NOT NULL, total INTEGER NOT NULL,
-    PRIMARY KEY (session, model)
-) WITHOUT ROWID;
 -- Where a session's events sit in the log: byte ranges of whole lines.
 CREATE TABLE IF NOT EXISTS ix_spans (
     session INTEGER NOT NULL, file INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ix_spans_session ON ix_spans (session);
--- One row per provider response (appended in log order, a later copy of the same response
--- moves its row). ix_response_keys finds a response by the agent's own identity (60-bit hash).
+-- Provider responses keyed by the agent's own identity (60-bit hash), with what they added to
+-- ix_usage: a later copy of the same response (a resumed or subagent transcript) moves them.
 CREATE TABLE IF NOT EXISTS ix_responses (
-    id INTEGER PRIMARY KEY, session INTEGER, client TEXT NOT NULL, model TEXT NOT NULL, project TEXT NOT NULL,
-    bucket INTEGER NOT NULL, input INTEGER NOT NULL, cache_creation INTEGER NOT NULL,
-    cache_read INTEGER NOT NULL, output INTEGER NOT NULL, total INTEGER NOT NULL
+    hash INTEGER PRIMARY KEY, session INTEGER NOT NULL, bucket INTEGER NOT NULL, model TEXT NOT NULL,
+    input INTEGER NOT NULL, cache_creation INTEGER NOT NULL, cache_read INTEGER NOT NULL,
+    output INTEGER NOT NULL, total INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS ix_responses_session ON ix_responses (session);
-CREATE TABLE IF NOT EXISTS ix_response_keys (hash INTEGER PRIMARY KEY, response INTEGER NOT NULL);
+-- Usage per 15-minute UTC bucket, session and model (ccusage's columns, each response once).
 CREATE TABLE IF NOT EXISTS ix_usage (
-    bucket INTEGER NOT NULL, client TEXT NOT NULL, model TEXT NOT NULL, project TEXT NOT NULL,
+    bucket INTEGER NOT NULL, session INTEGER NOT NULL, model TEXT NOT NULL,
     responses INTEGER NOT NULL, input INTEGER NOT NULL, cache_creation INTEGER NOT NULL,
     cache_read INTEGER NOT NULL, output INTEGER NOT NULL, total INTEGER NOT NULL,
-    PRIMARY KEY (bucket, client, model, project)
+    PRIMARY KEY (bucket, session, model)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ix_usage_session ON ix_usage (session);
 CREATE TABLE IF NOT EXISTS ix_detections (
     id TEXT PRIMARY KEY, at TEXT NOT NULL, session INTEGER, client TEXT, rule_id TEXT, rule_name TEXT,
     severity INTEGER NOT NULL, severity_name TEXT, score REAL, category TEXT, message TEXT,
@@ -104,7 +98,7 @@ def ensure(conn: sqlite3.Connection) -> None:
     if has_meta is not None:
         row = conn.execute("SELECT value FROM ix_meta WHERE key = 'version'").fetchone()
         if row is None or row[0] != str(INDEX_VERSION):
-            for table in TABLES:
+            for table in (*TABLES, *OLD_TABLES):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")  # its indexes go with it
             has_meta = None
     _each(conn, DDL)

@@ -134,8 +134,8 @@ def models(conn: sqlite3.Connection, session: Session) -> list[dict[str, Any]]:
         {"model": r[0], "responses": r[1], "input": r[2], "cache_creation": r[3], "cache_read": r[4],
          "output": r[5], "total": r[6]}
         for r in conn.execute(
-            "SELECT model, responses, input, cache_creation, cache_read, output, total FROM ix_session_models"
-            " WHERE session = ? ORDER BY total DESC",
+            "SELECT model, sum(responses), sum(input), sum(cache_creation), sum(cache_read), sum(output), sum(total)"
+            " FROM ix_usage WHERE session = ? GROUP BY model ORDER BY 7 DESC",
             (session.rowid,),
         )
     ]  # fmt: skip

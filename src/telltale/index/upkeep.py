@@ -441,13 +441,11 @@ UPDATE ix_sessions SET
     detections = detections + :detections,
     max_severity = max(max_severity, :severity)
 WHERE id = :id
-RETURNING coalesce(cwd, cwd_hash, '')
 """
 _CONTEXT = ("agent", "version", "cwd", "cwd_hash", "parent", "call")
 
 
 def _write(conn: sqlite3.Connection, batch: _Batch) -> None:
-    projects: dict[tuple[str, str], tuple[int, str]] = {}
     spans: list[tuple[int, int, int, int]] = []
     for key, s in batch.sessions.items():
         rowid = batch.rowids[key]
@@ -455,12 +453,11 @@ def _write(conn: sqlite3.Connection, batch: _Batch) -> None:
         values = dict(zip(_CONTEXT, ctx, strict=True))
         values.update(first=s.first, last=s.last, events=s.events, messages=s.messages, tools=s.tool_calls,
                       detections=s.detections, severity=s.severity, id=rowid)  # fmt: skip
-        row = conn.execute(_UPDATE_SESSION, values).fetchone()
-        projects[key] = (rowid, row[0])
+        conn.execute(_UPDATE_SESSION, values)
         spans.extend((rowid, batch.file_id, a, b) for a, b in s.spans)
     conn.executemany("INSERT INTO ix_spans(session, file, start, end) VALUES (?,?,?,?)", spans)
     if batch.responses:
-        _responses(conn, batch, projects)
+        _responses(conn, batch, batch.rowids)
     if batch.detections:
         conn.executemany(
             "INSERT OR IGNORE INTO ix_detections(id, at, session, client, rule_id, rule_name, severity, severity_name,"
@@ -484,98 +481,56 @@ def _write(conn: sqlite3.Connection, batch: _Batch) -> None:
 _Tokens = tuple[int, int, int, int, int]
 
 
-def _responses(conn: sqlite3.Connection, batch: _Batch, projects: dict[tuple[str, str], tuple[int, str]]) -> None:
-    """Usage: each response once by its key, the last line winning; rollups moved by deltas.
+def _responses(conn: sqlite3.Connection, batch: _Batch, sessions: dict[tuple[str, str], int]) -> None:
+    """Usage: each response once, the last line winning; the rollups move by deltas.
 
-    A response keyed by its ``event.id`` is new (its event is). One keyed by the agent's
-    response identity may have been met before, in this window or an earlier one: its row
-    is then moved to the new line's values and the rollups take the difference.
+    A response keyed by its ``event.id`` is new (its event is) and only adds to its
+    bucket. One with the agent's own response identity may have been met before, in this
+    window or an earlier one: what it added then is taken back first (``ix_responses``).
     """
-    agent_keys = {r[5] for r in batch.responses if r[5] is not None}
-    found: dict[int, int] = {}
-    rows: dict[int, list[Any]] = {}  # response rowid -> [session, client, model, project, bucket, 5 counts]
-    if agent_keys:
-        found = dict(
-            conn.execute(
-                "SELECT hash, response FROM ix_response_keys WHERE hash IN (SELECT value FROM json_each(?))",
-                (_json.encode(sorted(agent_keys)),),
-            ).fetchall()
-        )
-        if found:
-            for row in conn.execute(
-                "SELECT id, session, client, model, project, bucket, input, cache_creation, cache_read, output, total"
-                " FROM ix_responses WHERE id IN (SELECT value FROM json_each(?))",
-                (_json.encode(sorted(found.values())),),
-            ):
-                rows[row[0]] = list(row[1:])
-    existing = set(rows)
-    next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM ix_responses").fetchone()[0]) + 1
-    new_keys: list[tuple[int, int]] = []
-    # Signed (count, 5 token counts) entries per rollup key, summed at the end.
-    usage_parts: dict[tuple[int, str, str, str], list[tuple[int, ...]]] = {}
-    model_parts: dict[tuple[int, str], list[tuple[int, ...]]] = {}
+    hashes = sorted({r[5] for r in batch.responses if r[5] is not None})
+    known: dict[int, tuple[Any, ...]] = {}  # hash -> (session, bucket, model, 5 counts)
+    if hashes:
+        for row in conn.execute(
+            "SELECT hash, session, bucket, model, input, cache_creation, cache_read, output, total FROM ix_responses"
+            " WHERE hash IN (SELECT value FROM json_each(?))",
+            (_json.encode(hashes),),
+        ):
+            known[row[0]] = row[1:]
+    changed: dict[int, tuple[Any, ...]] = {}
+    parts: dict[tuple[int, int, str], list[tuple[int, ...]]] = {}  # (bucket, session, model) -> signed entries
     buckets = _BUCKETS
     for _key, skey, model, at, t, h in batch.responses:
-        session, project = projects[skey]
-        client = skey[0]
+        session = sessions[skey]
         bucket = buckets.get(at[:16]) if at.endswith("Z") else None
         if bucket is None:
             bucket = bucket_of(at)
-        rowid = found.get(h) if h is not None else None
-        if rowid is not None:
-            old = rows[rowid]
-            minus = (-1, -old[5], -old[6], -old[7], -old[8], -old[9])
-            usage_parts.setdefault((old[4], old[1], old[2], old[3]), []).append(minus)
-            model_parts.setdefault((old[0], old[2]), []).append(minus)
-        else:
-            rowid = next_id
-            next_id += 1
-            if h is not None:
-                found[h] = rowid
-                new_keys.append((h, rowid))
-        rows[rowid] = [session, client, model, project, bucket, *t]
-        plus = (1, *t)
-        usage_parts.setdefault((bucket, client, model, project), []).append(plus)
-        model_parts.setdefault((session, model), []).append(plus)
-    usage = {k: list(map(sum, zip(*v, strict=True))) for k, v in usage_parts.items()}
-    models = {k: list(map(sum, zip(*v, strict=True))) for k, v in model_parts.items()}
+        if h is not None:
+            old = known.get(h)
+            if old is not None:
+                parts.setdefault((old[1], old[0], old[2]), []).append((-1, -old[3], -old[4], -old[5], -old[6], -old[7]))
+            known[h] = changed[h] = (session, bucket, model, *t)
+        parts.setdefault((bucket, session, model), []).append((1, *t))
     conn.executemany(
-        "INSERT INTO ix_responses(id, session, client, model, project, bucket, input, cache_creation, cache_read,"
-        " output, total) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        [(k, *v) for k, v in rows.items() if k not in existing],
+        "INSERT OR REPLACE INTO ix_responses(hash, session, bucket, model, input, cache_creation, cache_read, output,"
+        " total) VALUES (?,?,?,?,?,?,?,?,?)",
+        [(h, *v) for h, v in changed.items()],
     )
+    usage = {k: tuple(map(sum, zip(*v, strict=True))) for k, v in parts.items()}
     conn.executemany(
-        "UPDATE ix_responses SET session = ?, client = ?, model = ?, project = ?, bucket = ?, input = ?,"
-        " cache_creation = ?, cache_read = ?, output = ?, total = ? WHERE id = ?",
-        [(*v, k) for k, v in rows.items() if k in existing],
-    )
-    conn.executemany("INSERT INTO ix_response_keys(hash, response) VALUES (?, ?)", new_keys)
-    conn.executemany(
-        "INSERT INTO ix_usage(bucket, client, model, project, responses, input, cache_creation, cache_read, output,"
-        " total) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(bucket, client, model, project) DO UPDATE SET"
+        "INSERT INTO ix_usage(bucket, session, model, responses, input, cache_creation, cache_read, output, total)"
+        " VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(bucket, session, model) DO UPDATE SET"
         " responses = responses + excluded.responses, input = input + excluded.input,"
         " cache_creation = cache_creation + excluded.cache_creation, cache_read = cache_read + excluded.cache_read,"
         " output = output + excluded.output, total = total + excluded.total",
         [(*k, *v) for k, v in usage.items()],
     )
     conn.executemany(
-        "DELETE FROM ix_usage WHERE bucket = ? AND client = ? AND model = ? AND project = ? AND responses <= 0",
+        "DELETE FROM ix_usage WHERE bucket = ? AND session = ? AND model = ? AND responses <= 0",
         [k for k, v in usage.items() if v[0] < 0],
     )
-    conn.executemany(
-        "INSERT INTO ix_session_models(session, model, responses, input, cache_creation, cache_read, output, total)"
-        " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(session, model) DO UPDATE SET"
-        " responses = responses + excluded.responses, input = input + excluded.input,"
-        " cache_creation = cache_creation + excluded.cache_creation, cache_read = cache_read + excluded.cache_read,"
-        " output = output + excluded.output, total = total + excluded.total",
-        [(*k, *v) for k, v in models.items()],
-    )
-    conn.executemany(
-        "DELETE FROM ix_session_models WHERE session = ? AND model = ? AND responses <= 0",
-        [k for k, v in models.items() if v[0] < 0],
-    )
     totals: dict[int, list[int]] = {}
-    for (session, _), v in models.items():
+    for (_, session, _), v in usage.items():
         tot = totals.setdefault(session, [0, 0, 0, 0, 0])
         for j in range(5):
             tot[j] += v[j + 1]

@@ -120,40 +120,30 @@ def _epoch(text: str) -> int:
     return int(dt.datetime.fromisoformat(text).timestamp())
 
 
+def _filters(filters: Filters) -> tuple[list[str], list[Any]]:
+    clause, args = filters.session_clause("s")
+    return ([clause] if clause else []), args
+
+
 def _bucket_rows(conn: sqlite3.Connection, filters: Filters) -> list[tuple[Any, ...]]:
-    parts: list[str] = []
-    args: list[Any] = []
+    parts, args = _filters(filters)
     if filters.since:
         parts.append("u.bucket > ?")
         args.append(_epoch(filters.since) - 900)
     if filters.until:
         parts.append("u.bucket < ?")
         args.append(_epoch(filters.until))
-    sums = "sum(u.responses), sum(u.input), sum(u.cache_creation), sum(u.cache_read), sum(u.output), sum(u.total)"
-    if filters.session:
-        clause, more = filters.session_clause("s")
-        parts.append(clause)
-        args.extend(more)
-        sql = (
-            f"SELECT u.bucket, u.client, u.model, count(*), sum(u.input), sum(u.cache_creation), sum(u.cache_read),"
-            f" sum(u.output), sum(u.total) FROM ix_responses u JOIN ix_sessions s ON s.id = u.session"
-            f" WHERE {' AND '.join(parts)} GROUP BY u.bucket, u.client, u.model"
-        )
-        return conn.execute(sql, args).fetchall()
-    if filters.clients:
-        parts.append(f"u.client IN ({','.join('?' * len(filters.clients))})")
-        args.extend(filters.clients)
-    if filters.project:
-        parts.append("instr(u.project, ?) > 0")
-        args.append(filters.project)
     where = (" WHERE " + " AND ".join(parts)) if parts else ""
-    sql = f"SELECT u.bucket, u.client, u.model, {sums} FROM ix_usage u{where} GROUP BY u.bucket, u.client, u.model"
+    sql = (
+        "SELECT u.bucket, s.client, u.model, sum(u.responses), sum(u.input), sum(u.cache_creation),"
+        " sum(u.cache_read), sum(u.output), sum(u.total)"
+        f" FROM ix_usage u JOIN ix_sessions s ON s.id = u.session{where} GROUP BY u.bucket, s.client, u.model"
+    )
     return conn.execute(sql, args).fetchall()
 
 
 def _session_rows(conn: sqlite3.Connection, filters: Filters) -> list[tuple[Any, ...]]:
-    clause, args = filters.session_clause("s")
-    parts = [clause] if clause else []
+    parts, args = _filters(filters)
     if filters.since:
         parts.append("s.last_at >= ?")
         args.append(filters.since)
@@ -162,8 +152,8 @@ def _session_rows(conn: sqlite3.Connection, filters: Filters) -> list[tuple[Any,
         args.append(filters.until)
     where = (" WHERE " + " AND ".join(parts)) if parts else ""
     sql = (
-        "SELECT s.session_id, s.client, coalesce(s.cwd, s.cwd_hash), s.last_at, m.model, m.responses, m.input,"
-        " m.cache_creation, m.cache_read, m.output, m.total"
-        f" FROM ix_session_models m JOIN ix_sessions s ON s.id = m.session{where}"
+        "SELECT s.session_id, s.client, coalesce(s.cwd, s.cwd_hash), s.last_at, u.model, sum(u.responses),"
+        " sum(u.input), sum(u.cache_creation), sum(u.cache_read), sum(u.output), sum(u.total)"
+        f" FROM ix_usage u JOIN ix_sessions s ON s.id = u.session{where} GROUP BY u.session, u.model"
     )
     return conn.execute(sql, args).fetchall()
