@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -73,7 +74,7 @@ def _session_events(rng: random.Random, client: str, sid: str, count: int, day: 
         if i == 0:
             obs = make_observation(adapter=kind, source_identity=path, coordinate="session", family=Family.SESSION,
                                    **common)  # fmt: skip
-        elif step == 1:
+        elif step in (0, 1):
             obs = make_observation(adapter=kind, source_identity=path, coordinate=f"{i}:m", family=Family.MESSAGE,
                                    role="user" if i % 2 else "assistant", text="filler text " * rng.randrange(2, 40),
                                    **common)  # fmt: skip
@@ -204,13 +205,25 @@ def build(work: Path, events: int, seed: int = 7) -> tuple[str, float, float, in
     return plan[0][1], upkeep, produce, written
 
 
-def _time(cmd: list[str], repeat: int, env: dict[str, str]) -> tuple[float, float]:
-    runs = []
+def _time(cmd: list[str], repeat: int, env: dict[str, str]) -> tuple[float, float, float]:
+    """(median wall, best wall, median CPU) of ``repeat`` runs of a command, process start included.
+
+    CPU (user + system of the child) is given next to wall time because on a shared,
+    loaded machine the wall time mostly measures the other processes."""
+    runs, cpu = [], []
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
         runs.append(time.perf_counter() - t)
-    return statistics.median(runs), min(runs)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(runs), min(runs), statistics.median(cpu)
+
+
+def _report(label: str, figures: tuple[float, float, float]) -> None:
+    med, best, cpu = figures
+    print(f"{label:<52} wall median {med * 1000:6.0f} ms  best {best * 1000:6.0f} ms  CPU median {cpu * 1000:5.0f} ms")
 
 
 def main() -> int:
@@ -237,8 +250,7 @@ def main() -> int:
         paths = ["--state-path", str(state)]
         log_mb = sum(p.stat().st_size for p in work.glob("events.jsonl*")) / 1e6
         print(f"state {state.stat().st_size / 1e6:.0f} MB, log {log_mb:.0f} MB")
-        baseline = _time([sys.executable, "-c", "pass"], args.repeat, env)
-        print(f"{'python -c pass':<40} median {baseline[0] * 1000:6.0f} ms  best {baseline[1] * 1000:6.0f} ms")
+        _report("python -c pass", _time([sys.executable, "-c", "pass"], args.repeat, env))
         commands = [
             ["status"], ["sessions"], ["detections"], ["usage", "daily"], ["usage", "monthly"],
             ["usage", "session"], ["usage", "model"], ["sessions", "--client", "codex", "--since", "2026-03-10"],
@@ -246,13 +258,10 @@ def main() -> int:
         ]  # fmt: skip
         for command in commands:
             for extra in (["--json"], []):
-                med, best = _time([*cli, *command, *paths, *extra], args.repeat, env)
-                label = " ".join(command + extra)
-                print(f"{label:<40} median {med * 1000:6.0f} ms  best {best * 1000:6.0f} ms")
+                _report(" ".join(command + extra), _time([*cli, *command, *paths, *extra], args.repeat, env))
         for extra in (["--json"], []):
-            med, best = _time([*cli, "show", big[:12], *paths, *extra], args.repeat, env)
-            print(f"{'show <10,000-event session> ' + ' '.join(extra):<40} median {med * 1000:6.0f} ms  best "
-                  f"{best * 1000:6.0f} ms")  # fmt: skip
+            _report("show <10,000-event session> " + " ".join(extra),
+                    _time([*cli, "show", big[:12], *paths, *extra], args.repeat, env))  # fmt: skip
         t = time.perf_counter()
         shutil.copy(state, work / "rebuilt.sqlite")
         subprocess.run([*cli, "index", "rebuild", "--state-path", str(work / "rebuilt.sqlite"), "--log-path",

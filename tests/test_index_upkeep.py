@@ -77,3 +77,33 @@ def test_index_kept_by_scans_equals_the_rebuilt_index(tmp_path: Path, window_byt
         "SELECT sum(u.total) FROM ix_usage u JOIN ix_sessions s ON s.id = u.session WHERE s.client = 'claude'"
     ).fetchone()
     assert claude == sum(v for k, v in totals.items() if k.startswith("5f0c1a2e"))
+
+
+def test_a_reader_holding_a_snapshot_never_blocks_a_scan(tmp_path: Path) -> None:
+    import time
+
+    from telltale.index.db import connect
+
+    home = tmp_path / "home"
+    build_home(home)
+    out = tmp_path / "out"
+    options = ScanOptions(log_path=str(out / "e.jsonl"), state_path=str(out / "s.sqlite"))
+    sources = discover(DiscoveryOptions(root=str(home), env={})).sources
+    first = Scanner(options)
+    try:
+        first.scan(sources[:1])
+    finally:
+        first.close()
+    reader = connect(str(out / "s.sqlite"))
+    reader.execute("BEGIN")
+    (before,) = reader.execute("SELECT count(*) FROM ix_sessions").fetchone()  # holds a read snapshot
+    started = time.monotonic()
+    second = Scanner(options)
+    try:
+        second.scan(sources)  # commits while the reader's snapshot is open
+    finally:
+        second.close()
+    assert time.monotonic() - started < 25  # never waited out the 30 s busy timeout
+    assert reader.execute("SELECT count(*) FROM ix_sessions").fetchone() == (before,)  # its snapshot is intact
+    reader.execute("COMMIT")
+    assert reader.execute("SELECT count(*) FROM ix_sessions").fetchone()[0] > before

@@ -203,6 +203,8 @@ def test_sessions_newest_first_with_counts_and_links(scanned: dict[str, Any]) ->
     assert (s1["client"], s1["agent"], s1["agent_version"], s1["project"]) == ("claude", "claude-code", "2.1.38",
                                                                               "/work/app")  # fmt: skip
     assert s1["tool_calls"] == 2 and s1["detections"] >= 1 and s1["max_severity"] in ("high", "critical")
+    assert set(s1["tokens_by_model"]) == {"claude-sonnet-4-5-20250929"}
+    assert by_id[f"{S1}/{AGENT}"]["tokens_by_model"] == {"claude-haiku-4-5-20251001": 7 + 11 + 900 + 33}
     sub = by_id[f"{S1}/{AGENT}"]
     assert (sub["parent_session_id"], sub["parent_call_id"]) == (S1, "toolu_task")
     assert by_id[CODEX]["client"] == "codex" and by_id[CODEX]["project"] == "/work/svc"
@@ -350,3 +352,27 @@ def test_show_full_reads_text_back_only_while_the_store_matches(scanned: dict[st
         assert "AGAIN" not in texts and "again" not in texts and "Sure." in texts
     finally:
         path.write_text(original)
+
+
+def test_status_says_whether_watch_is_running(scanned: dict[str, Any], tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from scan_helpers import cli_env
+
+    home = tmp_path / "idle"
+    home.mkdir()
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "telltale", "watch", "--root", str(home), "--log-path", str(tmp_path / "w.jsonl"),
+         "--state-path", str(tmp_path / "w.sqlite")],
+        env=cli_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        (during,) = _json(scanned, "status")
+        assert watcher.pid in [w["pid"] for w in during["watch"]]
+        assert "watch: running" in run_cli(["status", *scanned["paths"]], scanned["home"]).stdout
+    finally:
+        watcher.terminate()
+        watcher.wait(30)
+    (after,) = _json(scanned, "status")  # other tests on this host may run a watch of their own
+    assert watcher.pid not in [w["pid"] for w in after["watch"]]

@@ -17,16 +17,17 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from telltale.index.sessions import list_sessions
+    from telltale.index.sessions import list_sessions, tokens_by_model
 
     filters = readside.filters_of(args)
     conn = readside.open_index(args)
     try:
         rows = list_sessions(conn, filters, args.limit or None)
+        models = tokens_by_model(conn, rows)
     finally:
         conn.close()
     if args.json:
-        readside.json_lines(s.as_dict() for s in rows)
+        readside.json_lines({**s.as_dict(), "tokens_by_model": models.get(s.rowid, {})} for s in rows)
         return 0
     readside.table(
         None,

@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
             "health": status.health(conn, filters),
             "delivery": status.delivery(conn),
             "lock": status.lock_holder(state_path),
+            "watch": status.watch_processes(),
         }
     finally:
         conn.close()
@@ -44,9 +45,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(report: dict[str, Any], filters: Any) -> None:
-    from rich.console import Console
+    import sys
 
-    console = Console(soft_wrap=True, highlight=False)
+    lines: list[str] = []
+
+    class _Out:
+        @staticmethod
+        def print(text: str) -> None:
+            lines.append(readside.clean(text))
+
+    console = _Out()
     scan = report["last_scan"]
     if scan is None:
         console.print("last scan: none recorded")
@@ -88,5 +96,13 @@ def _print(report: dict[str, Any], filters: Any) -> None:
         console.print("state lock: not supported by this build")
     else:
         console.print(f"state lock: held by pid {lock['pid']} ({lock['command']}) since {lock['since']}")
+    watchers = report["watch"]
+    if watchers is None:
+        console.print("watch: cannot tell on this platform")
+    elif watchers:
+        console.print("watch: running (" + ", ".join(f"pid {w['pid']}" for w in watchers) + ")")
+    else:
+        console.print("watch: not running")
     console.print(f"log: {report['log_path']}")
     console.print(f"state: {report['state_path']}")
+    sys.stdout.write("\n".join(lines) + "\n")

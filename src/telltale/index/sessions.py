@@ -139,3 +139,19 @@ def models(conn: sqlite3.Connection, session: Session) -> list[dict[str, Any]]:
             (session.rowid,),
         )
     ]  # fmt: skip
+
+
+def tokens_by_model(conn: sqlite3.Connection, sessions: list[Session]) -> dict[int, dict[str, int]]:
+    """Total tokens of each session by model, for a page of sessions (one query)."""
+    out: dict[int, dict[str, int]] = {}
+    if not sessions:
+        return out
+    import json
+
+    for session, model, total in conn.execute(
+        "SELECT session, model, sum(total) FROM ix_usage WHERE session IN (SELECT value FROM json_each(?))"
+        " GROUP BY session, model",
+        (json.dumps([s.rowid for s in sessions]),),
+    ):
+        out.setdefault(int(session), {})[model] = int(total)
+    return out

@@ -113,3 +113,29 @@ def lock_holder(state_path: str) -> dict[str, Any] | None:
     if holder is None:
         return None
     return {"pid": holder.pid, "command": holder.command, "since": holder.since}
+
+
+def watch_processes() -> list[dict[str, Any]] | None:
+    """``telltale watch`` processes of this user, from ``/proc`` (``None`` where there is none)."""
+    import os
+
+    proc = "/proc"
+    if not os.path.isdir(proc) or not hasattr(os, "getuid"):
+        return None
+    uid = os.getuid()
+    found: list[dict[str, Any]] = []
+    for entry in os.listdir(proc):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            if os.stat(f"{proc}/{entry}").st_uid != uid:
+                continue
+            with open(f"{proc}/{entry}/cmdline", "rb") as fh:
+                argv = fh.read(4096).split(b"\0")
+        except OSError:
+            continue
+        words = [a.decode("utf-8", "replace") for a in argv if a]
+        names = [os.path.basename(w) for w in words[:3]]
+        if ("telltale" in names or "telltale" in words[:3]) and "watch" in words[1:6]:
+            found.append({"pid": int(entry), "command": " ".join(words)[:200]})
+    return found
