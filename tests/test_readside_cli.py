@@ -376,3 +376,18 @@ def test_status_says_whether_watch_is_running(scanned: dict[str, Any], tmp_path:
         watcher.wait(30)
     (after,) = _json(scanned, "status")  # other tests on this host may run a watch of their own
     assert watcher.pid not in [w["pid"] for w in after["watch"]]
+
+
+def test_status_names_the_lock_holder_and_rebuild_is_a_writer(scanned: dict[str, Any]) -> None:
+    import os
+
+    from telltale.lock import writer_lock
+
+    with writer_lock(str(scanned["state"]), "scan --once"):
+        (status,) = _json(scanned, "status")
+        assert status["lock"]["pid"] == os.getpid() and status["lock"]["command"] == "scan --once"
+        proc = run_cli(["index", "rebuild", *scanned["paths"]], scanned["home"], check=False)
+        assert proc.returncode == 75 and "scan --once" in proc.stderr and proc.stderr.count("\n") == 1
+        assert _json(scanned, "sessions")  # reading is never refused
+    (status,) = _json(scanned, "status")
+    assert status["lock"] is None

@@ -14,6 +14,10 @@ def register(sub: Any) -> None:
     inner = p.add_subparsers(dest="index_command", metavar="ACTION", required=True)
     r = inner.add_parser("rebuild", help="rebuild the index from the log (and its rotated files)")
     readside.add_paths(r)
+    r.add_argument(
+        "--wait-lock", type=float, default=0.0, metavar="SECONDS",
+        help="when another writer holds the state, wait up to SECONDS for it instead of exiting 75 at once",
+    )  # fmt: skip
     r.add_argument("--json", action="store_true", help="print the result as JSON")
     r.set_defaults(handler=run_rebuild)
 
@@ -30,12 +34,23 @@ def run_rebuild(args: argparse.Namespace) -> int:
     log_path = os.path.abspath(os.path.expanduser(log_path))
     if not os.path.exists(log_path):
         raise UsageError(f"no event log at {log_path} (pass --log-path)")
-    store = StateStore(state_path)
-    try:
-        with store.transaction() as conn:
-            result = rebuild(conn, log_path)
-    finally:
-        store.close()
+    import sys
+
+    from telltale.lock import LockHolder, writer_lock
+
+    def waiting(holder: LockHolder | None) -> None:
+        who = holder.describe() if holder is not None else "another process"
+        print(f"telltale: state {state_path} is in use by {who}; waiting (up to {args.wait_lock:g}s)",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    # A writer of the state like a scan: it takes the state's lock (exit 75 when held).
+    with writer_lock(state_path, "index rebuild", wait=args.wait_lock, on_wait=waiting):
+        store = StateStore(state_path)
+        try:
+            with store.transaction() as conn:
+                result = rebuild(conn, log_path)
+        finally:
+            store.close()
     summary = {"log_path": log_path, "files": result.files, "lines": result.lines, "events": result.events,
                "duplicates": result.duplicates}  # fmt: skip
     if args.json:

@@ -92,10 +92,8 @@ def _print(report: dict[str, Any], filters: Any) -> None:
     lock = report["lock"]
     if lock is None:
         console.print("state lock: free")
-    elif lock.get("supported") is False:
-        console.print("state lock: not supported by this build")
     else:
-        console.print(f"state lock: held by pid {lock['pid']} ({lock['command']}) since {lock['since']}")
+        console.print(f"state lock: held by {lock['describe']}")
     watchers = report["watch"]
     if watchers is None:
         console.print("watch: cannot tell on this platform")

@@ -104,15 +104,14 @@ def delivery(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 
 
 def lock_holder(state_path: str) -> dict[str, Any] | None:
-    """Who holds the state lock, when this build has one (``telltale.lock``)."""
-    try:
-        from telltale import lock  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return {"supported": False}
-    holder = lock.holder(state_path)
-    if holder is None:
+    """Who holds the state's writer lock now (read without locking anything), or None."""
+    from telltale.lock import holder
+
+    held = holder(state_path)
+    if held is None:
         return None
-    return {"pid": holder.pid, "command": holder.command, "since": holder.since}
+    return {"pid": held.pid, "command": held.command, "since": held.since, "host": held.host,
+            "describe": held.describe()}  # fmt: skip
 
 
 def watch_processes() -> list[dict[str, Any]] | None:
