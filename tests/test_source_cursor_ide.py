@@ -393,3 +393,33 @@ def test_legacy_tab_session_emitted_once_when_the_panel_changes(user: Path) -> N
     b.close(db)
     third = _obs(_run(source, _last_cursor(second_batches)))
     assert [(o.family, o.text) for o in third] == [(Family.MESSAGE, "hi")]
+
+
+def test_composer_index_is_read_in_pages(user: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ide, "INDEX_PAGE", 2)
+    paged = {o.observation_id for o in _obs(_run(_global(user)))}
+    monkeypatch.setattr(ide, "INDEX_PAGE", 5_000)
+    assert paged == {o.observation_id for o in _obs(_run(_global(user)))}
+    assert len({o.session_id for o in _obs(_run(_global(user))) if o.family is Family.SESSION}) == 5
+
+
+def test_v1_composer_tool_data_from_capabilities(user: Path) -> None:
+    db = _conn(user / "globalStorage" / "state.vscdb")
+    cid = "c-v1-capabilities"
+    row = b.composer(cid, ["u1", "a1", "a2"], at=b.T0)
+    row["_v"] = 2
+    tool = b.shell_call("rm -rf build", "", call="toolu_v1")
+    tool["result"] = json.dumps({"output": "removed"})
+    row["capabilities"] = [{"type": 15, "data": {"bubbleDataMap": json.dumps({"a1": tool, "a2": {"tool": "x"}})}},
+                           {"type": 19, "data": {}}]
+    b.put(db, "cursorDiskKV", f"composerData:{cid}", row)
+    b.put(db, "cursorDiskKV", f"bubbleId:{cid}:u1", b.bubble("u1", 1, "clean up", at=b.T0))
+    b.put(db, "cursorDiskKV", f"bubbleId:{cid}:a1", b.bubble("a1", 2, "", at=b.T0 + 1))
+    b.put(db, "cursorDiskKV", f"bubbleId:{cid}:a2", b.bubble("a2", 2, "Cleaned.", at=b.T0 + 2))
+    b.close(db)
+    batches = _run(_global(user))
+    obs = [o for o in _obs(batches) if o.session_id == cid]
+    assert [(o.stage, o.command or o.result) for o in obs if o.family is Family.TOOL] == [
+        (Stage.REQUESTED, "rm -rf build"), (Stage.RESULT, "removed")]
+    assert [o.text for o in obs if o.role] == ["clean up", "Cleaned."]
+    assert not [q for q in _q(batches) if q.session_id == cid]

@@ -317,6 +317,7 @@ class _Run:
         generating = (composer.status or "").lower() in w.GENERATING
         open_ = missing
         pending: list[str] = []
+        legacy_tools = w.capability_tools(composer)
         for position, (bid, bubble) in enumerate(bubbles):
             d = digest(bid)
             if bubble is None:  # quarantined row: reported once, never read again
@@ -324,6 +325,8 @@ class _Run:
                 continue
             if bubble.type is None and d in done:
                 continue  # emitted before and settled: only its place counts
+            if bubble.toolFormerData is None and bid in legacy_tools:
+                bubble = msgspec.structs.replace(bubble, toolFormerData=legacy_tools[bid])
             tool = bubble.toolFormerData
             tool_final = tool is None or (tool.status or "").lower() not in w.TOOL_PENDING
             if d not in done:

@@ -95,6 +95,19 @@ class WorkspaceIdentifier(msgspec.Struct):
     uri: WorkspaceUri | None = None
 
 
+class CapabilityData(msgspec.Struct):
+    bubbleDataMap: Any = None  # a JSON string or an object: bubble id -> ToolFormer
+
+
+class Capability(msgspec.Struct):
+    type: int | None = None
+    data: CapabilityData | None = None
+
+
+#: ``capabilities[].type`` of the tool capability (``_v`` < 3 composers keep tool data there).
+TOOL_CAPABILITY = 15
+
+
 class Composer(msgspec.Struct, rename={"version": "_v"}):
     """``composerData:<id>``: conversation metadata and the ordered bubble manifest."""
 
@@ -112,6 +125,8 @@ class Composer(msgspec.Struct, rename={"version": "_v"}):
     conversation: list[Bubble] | None = None
     workspaceIdentifier: WorkspaceIdentifier | None = None
     subComposerIds: list[str] | None = None
+    #: Kept raw and decoded apart, so a capability of an unexpected shape spoils only itself.
+    capabilities: msgspec.Raw = msgspec.Raw()
 
 
 class LegacyBubble(msgspec.Struct):
@@ -160,3 +175,40 @@ legacy_decoder = msgspec.json.Decoder(LegacyChat)
 workspace_composers_decoder = msgspec.json.Decoder(WorkspaceComposers)
 workspace_file_decoder = msgspec.json.Decoder(WorkspaceFile)
 any_decoder = msgspec.json.Decoder()
+capabilities_decoder = msgspec.json.Decoder(list[Capability])
+tool_map_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
+tool_decoder = msgspec.json.Decoder(ToolFormer)
+
+
+def capability_tools(composer: Composer) -> dict[str, ToolFormer]:
+    """Tool data of a ``_v`` < 3 composer: ``capabilities[type 15].data.bubbleDataMap``.
+
+    The map may be an object or a JSON string of one; an entry that does not decode is
+    left out (its bubble then shows as a message without a tool call).
+    """
+    if (composer.version or 0) >= 3 or not composer.capabilities:
+        return {}
+    try:
+        capabilities = capabilities_decoder.decode(composer.capabilities)
+    except msgspec.DecodeError:
+        return {}
+    out: dict[str, ToolFormer] = {}
+    for capability in capabilities:
+        if capability.type != TOOL_CAPABILITY or capability.data is None:
+            continue
+        raw = capability.data.bubbleDataMap
+        try:
+            if isinstance(raw, str):
+                entries = tool_map_decoder.decode(raw)
+            elif isinstance(raw, dict):
+                entries = {k: msgspec.Raw(msgspec.json.encode(v)) for k, v in raw.items()}
+            else:
+                continue
+        except msgspec.DecodeError:
+            continue
+        for bubble_id, entry in entries.items():
+            try:
+                out[bubble_id] = tool_decoder.decode(entry)
+            except msgspec.DecodeError:
+                continue
+    return out
