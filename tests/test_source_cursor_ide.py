@@ -423,3 +423,21 @@ def test_v1_composer_tool_data_from_capabilities(user: Path) -> None:
         (Stage.REQUESTED, "rm -rf build"), (Stage.RESULT, "removed")]
     assert [o.text for o in obs if o.role] == ["clean up", "Cleaned."]
     assert not [q for q in _q(batches) if q.session_id == cid]
+
+
+def test_composer_quarantined_first_gets_its_session_once_readable(user: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    source = _global(user)
+    size = len(json.dumps(b.main_conversation()[0]))
+    monkeypatch.setattr(ide, "MAX_ROW_BYTES", size - 1)
+    first = _run(source)
+    assert not any(o.session_id == b.COMPOSER for o in _obs(first))
+    monkeypatch.setattr(ide, "MAX_ROW_BYTES", 8 << 20)
+    db = _conn(user / "globalStorage" / "state.vscdb")
+    data, _ = b.main_conversation()
+    data["lastUpdatedAt"] += 1
+    b.put(db, "cursorDiskKV", f"composerData:{b.COMPOSER}", data)
+    b.close(db)
+    second = [o for o in _obs(_run(source, _last_cursor(first))) if o.session_id == b.COMPOSER]
+    assert [o.family for o in second].count(Family.SESSION) == 1
+    assert sum(o.role == "user" for o in second) == 1

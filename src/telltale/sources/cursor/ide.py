@@ -89,6 +89,7 @@ class _Entry(msgspec.Struct, array_like=True, omit_defaults=True):
     pending: str = ""  # digests of emitted bubbles still waiting for a result or usage
     open: bool = False  # something was left unsettled: read again even if unchanged
     quarantined: int = -1  # lu at which the row was quarantined (reported once per change)
+    started: bool = False  # its session observation was emitted
 
 
 class IdeCursor(msgspec.Struct, omit_defaults=True):
@@ -285,7 +286,6 @@ class _Run:
         out.units += 1
         out.records += 1
         key = w.COMPOSER_PREFIX + cid
-        new = entry is None
         entry = entry if entry is not None else _Entry()
         self.state.composers[cid] = entry
         if size > MAX_ROW_BYTES:
@@ -309,8 +309,9 @@ class _Run:
         if bubbles is None:
             return
         mapper = _ComposerMapper(self, cid, composer)
-        if new:
+        if not entry.started:  # first read (or first readable) version of the composer
             mapper.session(out)
+            entry.started = True
         done = _Digests(entry.done)
         results = _Digests(entry.results)
         usage = _Digests(entry.usage)
@@ -459,9 +460,9 @@ class _Run:
             entry = self.state.tabs.setdefault(tab.tabId, _Entry())
             done = _Digests(entry.done)
             mapper = _LegacyMapper(self, tab, row)
-            if not entry.lu:
+            if not entry.started:
                 mapper.session(self.out)
-                entry.lu = 1  # the tab's session was emitted
+                entry.started = True
             for position, bubble in enumerate(tab.bubbles or []):
                 bid = bubble.id or f"index:{position}"
                 d = digest(bid)
