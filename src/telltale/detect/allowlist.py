@@ -98,6 +98,17 @@ class AllowEntry:
 class Allowlist:
     entries: list[AllowEntry] = field(default_factory=list)
 
+    def apply(self, det: Detection) -> Detection:
+        """``det`` marked suppressed (informational, named entry) when an entry covers it.
+
+        A suppressed detection is kept, score and all, so analysts see what was silenced.
+        """
+        name = self.match(det)
+        if name is not None:
+            det.suppressed_by = name
+            det.severity = "informational"
+        return det
+
     def match(self, det: Detection) -> str | None:
         """Name of the first entry that covers ``det``, or ``None``."""
         for entry in self.entries:

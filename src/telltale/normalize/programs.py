@@ -252,6 +252,10 @@ def file_effects(argv: list[str]) -> tuple[list[str], list[str]]:
             ops = ops[:1]
         writes.extend(ops)
         return reads, writes
+    if name in ("rm", "unlink", "shred", "srm", "remove-item", "ri", "del", "erase", "rmdir"):
+        # Deleting is changing: ``written_paths`` holds files created, changed or removed.
+        writes.extend(_operands(args, frozenset({"-n", "--iterations", "-s", "--size", "-Path"})))
+        return reads, writes
     if name == "dd":
         for word in args:
             if word.startswith("of="):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import tree_sitter_bash
 from tree_sitter import Language, Parser
@@ -89,6 +89,11 @@ def _parser() -> Parser:
 
 
 _NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
+#: Directories of installed programs: ``/usr/bin/curl`` is ``curl`` in argv; any other path
+#: (``./install.sh``, ``/tmp/x``) stays as written, since where it runs from matters.
+_STD_BIN = re.compile(
+    r"\A(/usr)?(/local)?/s?bin/|\A/opt/homebrew/bin/|\A/snap/bin/|\A(?i:c:\\windows\\(system32|syswow64)\\)"
+)
 _EXPANSION = re.compile(
     r"\A\$\{(?P<bang>!)?(?P<name>[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])"
     r"(?:(?P<op>:?[-=+?])(?P<word>.*)|:(?P<off>-?\s*\d+)(?::(?P<len>\d+))?|(?P<sub>//?|/#|/%)(?P<pat>[^/]*)(?:/(?P<rep>.*))?"
@@ -125,6 +130,9 @@ class _Walker:
         self.env: dict[str, str] = {}
         self.cwd: str | None = None
         self.extra: list[str] = []
+        #: The bytes of each text being walked (innermost last): node text is sliced from
+        #: them, never read from the tree parsed (see :func:`_ascii`).
+        self._data: list[bytes] = []
 
     # ------------------------------------------------------------ budget
 
@@ -146,9 +154,17 @@ class _Walker:
         if plain is not None:
             return self._plain(plain, depth)
         data = text.encode("utf-8", "surrogatepass")
-        tree = _parser().parse(data)
-        lines = self._statements(tree.root_node.children, depth, 0, "; ")
-        return lines
+        tree = _parser().parse(data if data.isascii() else data.translate(_ASCII))
+        self._data.append(data)
+        try:
+            return self._statements(tree.root_node.children, depth, 0, "; ")
+        finally:
+            self._data.pop()
+
+    def _t(self, node: Node) -> str:
+        """The source text of ``node`` (from the original bytes, not the ASCII copy parsed)."""
+        data = self._data[-1][node.start_byte : node.end_byte]
+        return data.decode("utf-8", "surrogatepass") if data.isascii() else data.decode("utf-8", "replace")
 
     def again(self, text: str, depth: int) -> None:
         """Parse ``text`` as a shell would run it (``eval``, ``bash -c``, ``| sh``), one level deeper."""
@@ -191,7 +207,7 @@ class _Walker:
         self.steps -= 1
         if self.steps <= 0 or nest > self.bounds.nesting:
             self.facts.truncated = True
-            return _text(node)
+            return self._t(node)
         kind = node.type
         if kind == "command":
             return self._pipeline([node], depth, nest, [])
@@ -212,7 +228,7 @@ class _Walker:
         if kind == "variable_assignments":
             for child in node.named_children:
                 self._assign(child, depth, nest)
-            return _text(node)
+            return self._t(node)
         if kind == "declaration_command":
             words = []
             for child in node.children:
@@ -234,10 +250,10 @@ class _Walker:
             values = node.children_by_field_name("value")
             if var is not None and values:
                 first = self._word(values[0], depth, nest + 1)
-                self.env[_text(var)] = first
+                self.env[self._t(var)] = first
             return self._statements(_bodies(node), depth, nest + 1, "; ")
         if kind in ("test_command", "c_style_for_statement", "unset_command"):
-            return _text(node)
+            return self._t(node)
         # Anything else (an expression on its own, an ERROR node): its words still count.
         if node.named_child_count:
             return self._statements(list(node.named_children), depth, nest + 1, " ")
@@ -252,7 +268,7 @@ class _Walker:
             if child.type == "heredoc_redirect":
                 body_node = next((c for c in child.named_children if c.type == "heredoc_body"), None)
                 if body_node is not None:
-                    stdin = self._take(_text(body_node))
+                    stdin = self._take(self._t(body_node))
                 for inner in child.named_children:
                     if inner.type in ("pipeline", "command"):
                         tail.extend(inner.named_children if inner.type == "pipeline" else [inner])
@@ -285,7 +301,7 @@ class _Walker:
         dest = node.child_by_field_name("destination")
         fd = next((c for c in node.named_children if c.type == "file_descriptor"), None)
         target = self._word(dest, depth, nest + 1) if dest is not None else ""
-        prefix = _text(fd) if fd is not None else ""
+        prefix = self._t(fd) if fd is not None else ""
         if dest is not None and dest.type != "number" and target not in _NOT_FILES and not target.startswith("&"):
             path = self._path(target)
             if op in _REDIRECT_WRITE:
@@ -300,7 +316,7 @@ class _Walker:
         """Record ``name=value`` for later words of the line; the assignment's normalised text."""
         name = node.child_by_field_name("name")
         value = node.child_by_field_name("value")
-        key = _text(name) if name is not None else ""
+        key = self._t(name) if name is not None else ""
         text = "" if value is None else self._word(value, depth, nest + 1)
         op = next((c.type for c in node.children if not c.is_named), "=")
         if _NAME.match(key):
@@ -422,14 +438,13 @@ class _Walker:
                 argv.extend(self._split(child, self._word(child, depth, nest + 1)))
         return argv, assigns
 
-    @staticmethod
-    def _split(node: Node, value: str) -> list[str]:
+    def _split(self, node: Node, value: str) -> list[str]:
         """Word splitting: an unquoted expansion's value becomes several words, as in bash."""
         if node.type in ("string", "raw_string", "ansi_c_string", "translated_string", "word"):
             return [value]
         if not any(ch in value for ch in " \t\n"):
             return [value]
-        raw = _text(node)
+        raw = self._t(node)
         if "$" not in raw and "`" not in raw:
             return [value]
         return value.split() or [""]
@@ -441,7 +456,9 @@ class _Walker:
             return
         facts.programs.extend(wrappers)
         facts.programs.append(prog)
-        facts.commands.append([prog, *run[1:]])
+        first = run[0]
+        facts.commands.append([prog if ("/" not in first and "\\" not in first) or _STD_BIN.match(first) else first,
+                               *run[1:]])
         reads, writes = file_effects(run)
         facts.reads.extend(self._path(p) for p in reads)
         facts.writes.extend(self._path(p) for p in writes)
@@ -511,35 +528,35 @@ class _Walker:
         self.steps -= 1
         if self.steps <= 0 or nest > self.bounds.nesting:
             self.facts.truncated = True
-            return _text(node)
+            return self._t(node)
         kind = node.type
         if kind == "word":
-            return _unescape(_text(node))
+            return _unescape(self._t(node))
         if kind in ("raw_string",):
-            raw = _text(node)
+            raw = self._t(node)
             return raw[1:-1] if len(raw) >= 2 else raw
         if kind == "ansi_c_string":
-            raw = _text(node)
+            raw = self._t(node)
             return decode.c_escapes(raw[2:-1] if len(raw) >= 3 else raw)
         if kind == "string":
             return self._dquoted(node, depth, nest)
         if kind == "translated_string":
             inner = node.named_children[0] if node.named_child_count else None
-            return self._word(inner, depth, nest + 1) if inner is not None else _text(node)[1:]
+            return self._word(inner, depth, nest + 1) if inner is not None else self._t(node)[1:]
         if kind == "concatenation":
             return "".join(self._word(c, depth, nest + 1) for c in node.children)
         if kind == "simple_expansion":
-            return self._var(_text(node)[1:], _text(node))
+            return self._var(self._t(node)[1:], self._t(node))
         if kind == "expansion":
             return self._expansion(node, depth, nest)
         if kind in ("command_substitution", "process_substitution"):
             return self._substitution(node, depth, nest)
         if kind in ("string_content", "heredoc_content", "number", "variable_name", "file_descriptor",
                     "special_variable_name", "regex", "extglob_pattern", "test_operator"):
-            return _text(node)
+            return self._t(node)
         if kind == "array":
             return " ".join(self._word(c, depth, nest + 1) for c in node.named_children)
-        return _text(node)
+        return self._t(node)
 
     def _dquoted(self, node: Node, depth: int, nest: int) -> str:
         parts: list[str] = []
@@ -549,7 +566,7 @@ class _Walker:
                     parts.append(child.type if child.type != "$" else "$")
                 continue
             if child.type == "string_content":
-                parts.append(_dq_unescape(_text(child)))
+                parts.append(_dq_unescape(self._t(child)))
             else:
                 parts.append(self._word(child, depth, nest + 1))
         return "".join(parts)
@@ -566,7 +583,7 @@ class _Walker:
         return raw
 
     def _expansion(self, node: Node, depth: int, nest: int) -> str:
-        raw = _text(node)
+        raw = self._t(node)
         m = _EXPANSION.match(raw)
         if m is None:
             return raw
@@ -645,7 +662,7 @@ class _Walker:
             if out is not None:
                 return out.rstrip("\n")
             return f"$({text})"
-        opener = _text(node)[:2]
+        opener = self._t(node)[:2]
         return f"{opener}{text})"
 
     def _static_output(self, inner: list[Node], nest: int) -> str | None:
@@ -669,7 +686,7 @@ class _Walker:
                     stdin = self._word(child.named_children[0], 0, nest + 1)
                 elif child.type == "heredoc_redirect":
                     body_node = next((c for c in child.named_children if c.type == "heredoc_body"), None)
-                    stdin = _text(body_node) if body_node is not None else None
+                    stdin = self._t(body_node) if body_node is not None else None
         else:
             return None
         data = stdin
@@ -828,9 +845,11 @@ def _dq_unescape(text: str) -> str:
     return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text)
 
 
-def _text(node: Any) -> str:
-    data: bytes = node.text or b""
-    return data.decode("utf-8", "surrogatepass") if data.isascii() else data.decode("utf-8", "replace")
+#: Every non-ASCII byte read as ``x``. tree-sitter-bash 0.25's external scanner can read
+#: out of bounds on some non-ASCII input (a crash found by the property tests, not
+#: deterministic); bash's grammar treats any non-ASCII character as a word character, as it
+#: does ``x``, so the tree is the same, and byte offsets are kept for slicing the original.
+_ASCII = bytes(range(128)) + b"x" * 128
 
 
 def _bodies(node: Node) -> list[Node]:

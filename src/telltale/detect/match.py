@@ -1,0 +1,570 @@
+"""Compiled rules and the exact per-observation match path.
+
+Each rule field has one RE2 Set of *atoms* (:class:`_FieldIndex`): the literal values of
+literal matchers and the literals each regex requires (:mod:`telltale.detect.literals`).
+A selection registers its most selective matcher's atoms as its trigger and its
+matchers on that field as its gate; only rules whose gate opens become candidates, and
+only their regexes run (:class:`MatchMixin`). Only RE2 looks at transcript text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import re2
+
+from telltale.detect import literal_scan
+from telltale.detect.fields import FIELD_GETTERS, FIELD_INDEX, KIND_FIELDS, MULTI_FIELDS, field_kind
+from telltale.detect.literal_scan import Literal
+from telltale.detect.literals import required_factors, required_literals
+from telltale.detect.loader import MatcherDef, Rule, compile_rule_regex
+from telltale.model import Observation
+
+#: Bytes (UTF-8) of one field value that rules look at (transcripts are untrusted input).
+FIELD_LIMIT = 65_536
+
+_NO_HITS: frozenset[int] = frozenset()
+# Line anchors: in values joined by "\n" they hold wherever \A and \z held in one value.
+_LINE_START = "(?m:^)"
+_LINE_END = "(?m:$)"
+
+Span = tuple[int, int]
+Searcher = Callable[[bytes], "Span | None"]
+SetMatch = Callable[[bytes], "list[int] | None"]
+#: One eager field of an observation kind: value getter, its position among the kind's
+#: probes, Set match (``None``: no atoms), the atoms that make a rule a candidate
+#: (``None``: every value does), the field's gate check (``_FieldIndex.opens``) and id.
+_Probe = tuple[
+    Callable[[Observation], "str | None"],
+    int,
+    "SetMatch | None",
+    "frozenset[int] | None",
+    Callable[[list[int]], bool],
+    int,
+]
+#: The first eager field that makes a rule a candidate: its index among the kind's
+#: probes, its bytes and its Set result.
+_Known = tuple[int, bytes, "list[int] | None"]
+
+
+def _public_searcher(rx: Any) -> Searcher:
+    def search(data: bytes) -> Span | None:
+        found = rx.search(data)
+        return None if found is None else (int(found.start()), int(found.end()))
+
+    return search
+
+
+def _searcher(rx: Any) -> Searcher:
+    """``data -> span | None`` for a compiled RE2 regex, searching bytes.
+
+    The google-re2 wrapper builds a generator and a Match object per search; calling
+    its extension object directly is several times cheaper on the hot path. The direct
+    path is verified once against the public API and skipped if the wrapper changes.
+    """
+    raw = getattr(rx, "_regexp", None)
+    anchor = getattr(re2, "_Anchor", None)
+    if raw is None or anchor is None or not _FAST_RE2:
+        return _public_searcher(rx)
+    match = raw.Match
+    unanchored = anchor.UNANCHORED
+
+    def search(data: bytes) -> Span | None:
+        span: Span = match(unanchored, data, 0, len(data))[0]
+        return None if span[0] < 0 else span
+
+    return search
+
+
+def _set_matcher(rset: Any) -> Callable[[bytes], list[int] | None]:
+    """``data -> atom indices`` for a compiled RE2 Set (direct extension call when verified)."""
+    raw = getattr(rset, "_set", None)
+    if raw is not None and _FAST_RE2:
+        return raw.Match  # type: ignore[no-any-return]
+    return rset.Match  # type: ignore[no-any-return]
+
+
+def _check_fast_re2() -> bool:
+    try:
+        rx = re2.compile("b+")
+        rset = re2.Set.SearchSet()
+        rset.Add("c")
+        rset.Compile()
+        probe = b"aabbbc"
+        fast = rx._regexp.Match(re2._Anchor.UNANCHORED, probe, 0, len(probe))[0]
+        return (
+            tuple(fast) == tuple(rx.search(probe).span())
+            and rx._regexp.Match(re2._Anchor.UNANCHORED, b"xx", 0, 2)[0][0] == -1
+            and list(rset._set.Match(probe)) == [0]
+            and not rset._set.Match(b"xx")
+        )
+    except Exception:  # any drift in the wrapper's internals: use the public API
+        return False
+
+
+_FAST_RE2 = _check_fast_re2()
+
+
+class _Matcher:
+    """A compiled ``field|op: values`` test against one field's atoms or regexes."""
+
+    __slots__ = (
+        "all", "atom_set", "atoms", "checks", "field", "is_regex", "key", "regex_atoms", "regex_factors", "regexes",
+        "searchers",
+    )
+
+    def __init__(self, field: int, key: str) -> None:
+        self.field = field
+        self.key = key
+        self.all = False
+        self.is_regex = False
+        self.atoms: tuple[int, ...] = ()
+        self.atom_set: frozenset[int] = frozenset()
+        self.regexes: tuple[Any, ...] = ()
+        self.searchers: tuple[Searcher, ...] = ()
+        # Per regex: the atoms one of which must hit for it to possibly match (or () = none).
+        self.regex_atoms: tuple[tuple[int, ...], ...] = ()
+        # Per regex: atom sets of which each must have a hit for it to possibly match
+        # (literals.required_factors; the first is regex_atoms' set when there is one).
+        self.regex_factors: tuple[tuple[frozenset[int], ...], ...] = ()
+        #: Per regex: (searcher, its factors); see :meth:`seal`.
+        self.checks: tuple[tuple[Searcher, tuple[frozenset[int], ...]], ...] = ()
+
+    def seal(self) -> None:
+        """Precompute the set forms :meth:`test` uses (C-level set tests, no generators)."""
+        self.atom_set = frozenset(self.atoms)
+        self.checks = tuple(zip(self.searchers, self.regex_factors, strict=True))
+
+    def possible(self, hits: frozenset[int]) -> bool:
+        """Whether the Set hits allow a match: exact for literals, necessary for regexes."""
+        if not self.is_regex:
+            if self.all:
+                return self.atom_set <= hits
+            return not hits.isdisjoint(self.atom_set)
+        for _search, factors in self.checks:
+            for factor in factors:
+                if hits.isdisjoint(factor):
+                    break
+            else:
+                if not self.all:
+                    return True
+                continue
+            if self.all:
+                return False
+        return self.all
+
+    def test(self, data: bytes, hits: frozenset[int]) -> bool:
+        if not self.is_regex:
+            if self.all:
+                return self.atom_set <= hits
+            return not hits.isdisjoint(self.atom_set)
+        # A regex runs only when each of its factors had a hit.
+        for search, factors in self.checks:
+            for factor in factors:
+                if hits.isdisjoint(factor):
+                    matched = False
+                    break
+            else:
+                matched = search(data) is not None
+            if matched != self.all:
+                return matched
+        return self.all
+
+
+@dataclass(slots=True)
+class _Rule:
+    index: int
+    rule: Rule
+    selections: tuple[tuple[_Matcher, ...], ...]
+    filters: tuple[tuple[_Matcher, ...], ...]
+    #: ``rule.spec.id`` (read for every hit).
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        self.id = self.rule.spec.id
+
+
+class _FieldIndex:
+    """All atoms of one rule field in one RE2 Set, and which rules each atom triggers."""
+
+    def __init__(self) -> None:
+        self.patterns: list[str] = []
+        self.chunk_patterns: list[str] = []
+        #: Each atom as a literal (``None``: not one), for :func:`literal_scan.scanner`.
+        self.literals: list[Literal | None] = []
+        self.by_pattern: dict[str, int] = {}
+        self.triggers: dict[int, list[int]] = {}
+        self.residual: list[int] = []
+        self.set: Any = None
+        self.match: Callable[[bytes], list[int] | None] | None = None
+        #: The Set of ``chunk_patterns`` (same atom indices); ``match`` when they are equal.
+        self.chunk_match: Callable[[bytes], list[int] | None] | None = None
+        #: What scans the joined values of the screen (see ``compile``): ASCII chunks, and
+        #: the others (given through ``literal_scan.fold`` when ``fold_wide``).
+        self.ascii_chunk_match: Callable[[bytes], list[int] | None] | None = None
+        self.wide_chunk_match: Callable[[bytes], list[int] | None] | None = None
+        self.fold_wide = False
+        #: The Hyperscan literal scanner of the atoms (``None``: not all literals, no
+        #: Hyperscan, or a field the screen never reads).
+        self.scanner: literal_scan.Scanner | None = None
+        #: Scanned for every observation (it can make rules candidates); else only on demand.
+        self.eager = False
+        #: Trigger atom -> this field's matchers of each selection it triggers (see :meth:`opens`).
+        self.gates: dict[int, list[tuple[_Matcher, ...]]] = {}
+        #: The keys of ``triggers``, as a set (set after ``compile``).
+        self.trigger_set: frozenset[int] = frozenset()
+        #: Trigger atom -> (rule index, gate) of each selection it triggers (see :meth:`opened`).
+        self.gated: dict[int, list[tuple[int, tuple[_Matcher, ...]]]] = {}
+        self._single: dict[int, Searcher] = {}
+        self._chunk_set: Any = None
+
+    def atom(self, pattern: str, chunk_pattern: str | None = None, literal: Literal | None = None) -> int:
+        """Index of ``pattern`` in this field's Set (added if new).
+
+        ``chunk_pattern`` is its form for :meth:`DetectionEngine._screen`, which scans many
+        values joined by newlines: it must match wherever ``pattern`` matches in one of
+        them (the ``\\A``/``\\z`` anchors become line anchors). Default: ``pattern``.
+        ``literal`` is the atom as a plain literal, when it is one (anchors aside).
+        """
+        index = self.by_pattern.get(pattern)
+        if index is None:
+            index = len(self.patterns)
+            self.patterns.append(pattern)
+            self.chunk_patterns.append(pattern if chunk_pattern is None else chunk_pattern)
+            self.literals.append(literal)
+            self.by_pattern[pattern] = index
+        return index
+
+    def compile(self) -> None:
+        # A field whose only selections are residual has no atoms but must still be
+        # looked at: eagerness does not depend on having a Set.
+        self.eager = bool(self.triggers or self.residual)
+        if not self.patterns:
+            return
+        rset = re2.Set.SearchSet()
+        for pattern in self.patterns:
+            rset.Add(pattern)
+        rset.Compile()
+        self.set = rset
+        self.match = _set_matcher(rset)
+        self.chunk_match = self.match
+        self.trigger_set = frozenset(self.triggers)
+        if self.chunk_patterns != self.patterns:
+            chunk_set = re2.Set.SearchSet()
+            for pattern in self.chunk_patterns:
+                chunk_set.Add(pattern)
+            chunk_set.Compile()
+            self._chunk_set = chunk_set
+            self.chunk_match = _set_matcher(chunk_set)
+        # The Hyperscan scanner stands in for the chunk Set on ASCII chunks, and on the
+        # others too when it is exact there (``Scanner.unicode``); only eager fields are screened.
+        scanner = self.scanner = literal_scan.scanner(self.literals) if self.eager else None
+        self.ascii_chunk_match = scanner or self.chunk_match
+        self.fold_wide = scanner is not None and scanner.unicode
+        self.wide_chunk_match = scanner if self.fold_wide else self.chunk_match
+
+    def opens(self, found: list[int]) -> bool:
+        """Whether this field's Set result lets a selection it triggers match.
+
+        A selection can only match when its trigger atom hit and every matcher of it on
+        this field is :meth:`_Matcher.possible` with these hits (matchers on other fields
+        are not looked at): when no triggered selection passes, the field makes no rule
+        a candidate that could match.
+        """
+        hits = frozenset(found)
+        gates = self.gates
+        for atom in found:
+            for gate in gates.get(atom, ()):
+                for m in gate:
+                    if not m.possible(hits):
+                        break
+                else:
+                    return True
+        return False
+
+    def opened(self, found: list[int], candidates: set[int]) -> None:
+        """Add to ``candidates`` the rules with a selection whose gate these hits open."""
+        hits = frozenset(found)
+        gated = self.gated
+        for atom in found:
+            for index, gate in gated.get(atom, ()):
+                if index in candidates:
+                    continue
+                for m in gate:
+                    if not m.possible(hits):
+                        break
+                else:
+                    candidates.add(index)
+
+    def single(self, atom: int) -> Searcher:
+        """The atom alone, compiled (only for evidence spans, after a match)."""
+        rx = self._single.get(atom)
+        if rx is None:
+            rx = self._single[atom] = _searcher(re2.compile(self.patterns[atom]))
+        return rx
+
+
+def _literal_pattern(value: str, op: str, cased: bool, multi: bool = False) -> tuple[str, str, Literal]:
+    """The Set pattern of a literal matcher value, its form for joined values, and the literal.
+
+    On a list field (``multi``) the anchors are line anchors: the value holds for one item.
+    """
+    body: str = re2.escape(value)
+    literal = Literal(value, not cased)
+    if not cased:
+        body = f"(?i:{body})"
+    if multi:
+        chunk = _literal_pattern(value, op, cased)[1]
+        return chunk, chunk, literal
+    if op == "equals":
+        return rf"\A{body}\z", f"{_LINE_START}{body}{_LINE_END}", literal
+    if op == "startswith":
+        return rf"\A{body}", f"{_LINE_START}{body}", literal
+    if op == "endswith":
+        return rf"{body}\z", f"{body}{_LINE_END}", literal
+    return body, body, literal
+
+
+def _prefilter_atoms(index: _FieldIndex, pattern: str) -> tuple[int, ...]:
+    literals = required_literals(pattern)
+    if literals is None:
+        return ()
+    return tuple(index.atom("(?i:" + re2.escape(lit) + ")", None, Literal(lit, True)) for lit in sorted(literals))
+
+
+def _factor_atoms(index: _FieldIndex, pattern: str) -> tuple[frozenset[int], ...]:
+    return tuple(
+        frozenset(index.atom("(?i:" + re2.escape(lit) + ")", None, Literal(lit, True)) for lit in sorted(factor))
+        for factor in required_factors(pattern)
+    )
+
+
+def _cut(value: str) -> bytes:
+    """The bytes of a field value that rules look at: at most FIELD_LIMIT, UTF-8."""
+    if len(value) > FIELD_LIMIT:
+        value = value[:FIELD_LIMIT]
+    data = value.encode("utf-8", "surrogatepass")
+    if len(data) > FIELD_LIMIT:
+        data = data[:FIELD_LIMIT]  # a cut UTF-8 sequence at the end is harmless to RE2
+    return data
+
+
+class _Datas(dict[int, "bytes | None"]):
+    """One observation's field bytes (``None``: absent or empty), each cut on first use.
+
+    Built empty, then ``obs``, ``kind_fields`` and ``fields`` are set (no Python-level
+    ``__init__`` on the candidate path).
+    """
+
+    __slots__ = ("fields", "kind_fields", "obs")
+    obs: Observation
+    kind_fields: tuple[int, ...]
+    fields: list[_FieldIndex | None]
+
+    def __missing__(self, fid: int) -> bytes | None:
+        data = None
+        if fid in self.kind_fields and self.fields[fid] is not None:
+            value: str | None = FIELD_GETTERS[fid](self.obs)
+            if value:
+                data = _cut(value)
+        self[fid] = data
+        return data
+
+
+class _Hits(dict[int, frozenset[int]]):
+    """One observation's Set results per field, each scanned on first use (built like _Datas)."""
+
+    __slots__ = ("datas", "fields")
+    datas: _Datas
+    fields: list[_FieldIndex | None]
+
+    def __missing__(self, fid: int) -> frozenset[int]:
+        fx = self.fields[fid]
+        data = self.datas[fid]
+        found = None if fx is None or fx.match is None or data is None else fx.match(data)
+        hits = frozenset(found) if found else _NO_HITS
+        self[fid] = hits
+        return hits
+
+
+@dataclass(slots=True)
+class _Hit:
+    rule: _Rule
+    selection: tuple[_Matcher, ...]
+
+
+class MatchMixin:
+    """The engine's rule compilation and exact match path (one observation at a time)."""
+
+    _fields: list[_FieldIndex | None]
+    _rules: list[_Rule]
+    _probes: tuple[tuple[_Probe, ...], ...]
+
+    def _index(self, field: str) -> _FieldIndex:
+        fid = FIELD_INDEX[field]
+        fx = self._fields[fid]
+        if fx is None:
+            fx = self._fields[fid] = _FieldIndex()
+        return fx
+
+    def _compile_matcher(self, m: MatcherDef) -> _Matcher:
+        fx = self._index(m.field)
+        out = _Matcher(FIELD_INDEX[m.field], m.key)
+        out.all = m.all
+        multi = out.field in MULTI_FIELDS
+        if m.op == "re":
+            # On a list field ``^``/``$`` are line anchors: a regex holds for one item.
+            values = [f"(?m){v}" for v in m.values] if multi else list(m.values)
+            out.is_regex = True
+            out.regexes = tuple(compile_rule_regex(v, m.cased) for v in values)
+            out.searchers = tuple(_searcher(rx) for rx in out.regexes)
+            out.regex_atoms = tuple(_prefilter_atoms(fx, v) for v in values)
+            out.regex_factors = tuple(_factor_atoms(fx, v) for v in values)
+        else:
+            out.atoms = tuple(fx.atom(*_literal_pattern(v, m.op, m.cased, multi)) for v in m.values)
+        out.seal()
+        return out
+
+    def _compile_rule(self, index: int, rule: Rule) -> _Rule:
+        selections = tuple(tuple(self._compile_matcher(m) for m in sel) for sel in rule.selections)
+        filters = tuple(tuple(self._compile_matcher(m) for m in sel) for sel in rule.filters)
+        for sel in selections:
+            trigger = self._trigger(sel)
+            if trigger is None:
+                fx = self._fields[sel[0].field]
+                assert fx is not None
+                if index not in fx.residual:
+                    fx.residual.append(index)
+                continue
+            fid, atoms = trigger
+            fx = self._fields[fid]
+            assert fx is not None
+            gate = tuple(m for m in sel if m.field == fid)
+            for atom in atoms:
+                bucket = fx.triggers.setdefault(atom, [])
+                if index not in bucket:
+                    bucket.append(index)
+                fx.gates.setdefault(atom, []).append(gate)
+                fx.gated.setdefault(atom, []).append((index, gate))
+        return _Rule(index, rule, selections, filters)
+
+    def _trigger(self, sel: tuple[_Matcher, ...]) -> tuple[int, tuple[int, ...]] | None:
+        """The atoms that must hit for a selection to possibly match (fewest, strongest)."""
+        best: tuple[int, tuple[int, ...]] | None = None
+        for m in sel:
+            if not m.is_regex:
+                atoms = m.atoms[:1] if m.all else m.atoms
+            elif m.all:
+                with_pre = [pre for pre in m.regex_atoms if pre]
+                if not with_pre:
+                    continue
+                atoms = min(with_pre, key=len)
+            else:
+                if not all(m.regex_atoms):
+                    continue
+                atoms = tuple(a for pre in m.regex_atoms for a in pre)
+            if best is None or len(atoms) < len(best[1]):
+                best = (m.field, atoms)
+        return best
+
+    # ------------------------------------------------------------------ matching
+
+    def _kind_probes(self, fids: tuple[int, ...]) -> tuple[_Probe, ...]:
+        """The eager fields of one observation kind, in order, as :data:`_Probe` tuples."""
+        out: list[_Probe] = []
+        for fid in fids:
+            fx = self._fields[fid]
+            if fx is None or not fx.eager:
+                continue
+            trigger = None if fx.residual else fx.trigger_set
+            out.append((FIELD_GETTERS[fid], len(out), fx.match, trigger, fx.opens, fid))
+        return tuple(out)
+
+    def _probe(self, obs: Observation, kind: int) -> _Known | None:
+        """The quiet check of :meth:`evaluate`, for one observation (``None``: no candidate)."""
+        for get, index, match, trigger, opens, _fid in self._probes[kind]:
+            value = get(obs)
+            if not value:
+                continue
+            data = _cut(value)
+            found = None if match is None else match(data)
+            if trigger is None or (found and not trigger.isdisjoint(found) and opens(found)):
+                return index, data, found
+        return None
+
+    def _match(self, obs: Observation, kind: int, known: _Known) -> tuple[list[_Hit], _Datas] | None:
+        """Candidates, then rules, for one observation whose quiet check failed.
+
+        ``known`` is the first eager field (index into the kind's probes) that makes a rule
+        a candidate, already cut, encoded and scanned. The eager fields before it made no
+        rule a candidate, so only it and the ones after it are scanned for candidates;
+        every other field value and Set result is computed when a candidate reads it.
+        """
+        fields = self._fields
+        probes = self._probes[kind]
+        datas = _Datas()
+        datas.obs = obs
+        datas.kind_fields = KIND_FIELDS[kind]
+        datas.fields = fields
+        hits = _Hits()
+        hits.datas = datas
+        hits.fields = fields
+        # Only rules with a selection whose gate opens can match (see _FieldIndex.opens).
+        candidates: set[int] = set()
+        start, data, found = known
+        for index in range(start, len(probes)):
+            fid = probes[index][5]
+            if index != start:
+                later = datas[fid]
+                if later is None:
+                    continue
+                match = probes[index][2]
+                found = None if match is None else match(later)
+            else:
+                datas[fid] = data
+            hits[fid] = frozenset(found) if found else _NO_HITS
+            fx = fields[fid]
+            assert fx is not None
+            if fx.residual:
+                candidates.update(fx.residual)
+            if found:
+                fx.opened(found, candidates)
+        if not candidates:
+            return None
+        out: list[_Hit] = []
+        for index in sorted(candidates):
+            rule = self._rules[index]
+            selection = self._first_selection(rule.selections, datas, hits)
+            if selection is None:
+                continue
+            if rule.filters and self._first_selection(rule.filters, datas, hits) is not None:
+                continue
+            out.append(_Hit(rule, selection))
+        return (out, datas) if out else None
+
+    @staticmethod
+    def _first_selection(
+        selections: tuple[tuple[_Matcher, ...], ...], datas: _Datas, hits: _Hits
+    ) -> tuple[_Matcher, ...] | None:
+        for sel in selections:
+            for m in sel:
+                data = datas[m.field]
+                if data is None or not m.test(data, hits[m.field]):
+                    break
+            else:
+                return sel
+        return None
+
+    def match_ids(self, obs: Observation) -> list[str]:
+        """Ids of every enabled rule (signals included) that matches ``obs`` on its own."""
+        kind = field_kind(obs)
+        known = self._probe(obs, kind)
+        found = None if known is None else self._match(obs, kind, known)
+        return [h.rule.id for h in found[0]] if found else []
+
+    def _single(self, field: int, atom: int) -> Searcher:
+        fx = self._fields[field]
+        assert fx is not None
+        return fx.single(atom)
