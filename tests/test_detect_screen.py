@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from telltale.detect import engine as engine_module
 from telltale.detect.engine import CHUNK_VALUE_CHARS, DetectionEngine, _cut
-from telltale.detect.fields import FIELD_ATTRS, KIND_FIELDS, field_kind
+from telltale.detect.fields import FIELD_GETTERS, KIND_FIELDS, field_kind
 from telltale.detect.loader import load_rule_files, load_rule_text
 from telltale.detect.model import Detection, SessionWindow
 from telltale.model import Family, Observation, Provenance, Stage, make_observation
@@ -157,7 +157,7 @@ def brute_ids(engine: DetectionEngine, obs: Observation) -> list[str]:
     fields = KIND_FIELDS[field_kind(obs)]
     datas: dict[int, bytes | None] = {}
     for fid in fields:
-        value = getattr(obs, FIELD_ATTRS[fid])
+        value = FIELD_GETTERS[fid](obs)
         datas[fid] = _cut(value) if value and engine._fields[fid] is not None else None
 
     def matcher(m: engine_module._Matcher) -> bool:

@@ -42,6 +42,8 @@ _ALIASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ("ac", "Add-Content"),
     )
 )
+_ASSIGN = re.compile(r"\$(\w{1,64})\s*=\s*'([^'\n]{0,256})'\s*(?:;|\n|$)")
+_USE = re.compile(r"\$(\w{1,64})\b(?!\s*=)")
 #: Rewrites of one text at most (each is a bounded regex pass).
 _MAX_ROUNDS = 16
 
@@ -92,9 +94,21 @@ def rewrite(text: str) -> str:
         if joined == text:
             break
         text = joined
+    text = _substitute_variables(text)
     for pattern, full in _ALIASES:
         text = pattern.sub(full, text)
     return text
+
+
+def _substitute_variables(text: str) -> str:
+    """``$c = 'iex'; & $c …`` → ``& 'iex' …``: string variables assigned earlier in the text."""
+    values: dict[str, str] = {}
+    for m in _ASSIGN.finditer(text):
+        values.setdefault(m.group(1).lower(), m.group(2))
+    if not values:
+        return text
+    return _USE.sub(lambda m: "'" + values[m.group(1).lower()] + "'" if m.group(1).lower() in values else m.group(0),
+                    text)
 
 
 def normalize_powershell(text: str, encoded_args: list[str] | None = None) -> list[str]:

@@ -141,5 +141,11 @@ def normalize_observation(obs: Observation, bounds: Bounds = DEFAULT_BOUNDS) -> 
 
 
 def normalize_batch(observations: Sequence[Observation], bounds: Bounds = DEFAULT_BOUNDS) -> list[Observation]:
-    """Each observation of a batch with its meaning fields (see :func:`normalize_observation`)."""
-    return [normalize_observation(obs, bounds) for obs in observations]
+    """Each observation of a batch with its meaning fields (see :func:`normalize_observation`).
+
+    Only tool requests can change; the others are passed through without a call.
+    """
+    return [
+        normalize_observation(obs, bounds) if obs.family is _TOOL and obs.stage is not _RESULT else obs
+        for obs in observations
+    ]
