@@ -122,9 +122,13 @@ def test_cli_sources_scan_rescan_rewrite_and_byte_identical_stores(tmp_path: Pat
     assert len(calls) == 3 + 4 + 2 + 2  # native Cline, XML Cline, Roo, Continue agent
     ids = [e["event"]["id"] for e in first]  # type: ignore[index]
     assert len(ids) == len(set(ids))
-    # Detection fires on the canonical facets (curl | sh in a Cline task, ~/.ssh in Continue).
+    # Detection fires on the canonical facets (curl | sh in a Cline task, ~/.ssh in Continue,
+    # and the Roo task's file tool writing ~/.bashrc: the written_path facet, whatever the tool).
     detections = [e for e in first if e["event"]["dataset"] == "telltale.detection"]  # type: ignore[index]
-    assert {e["telltale"]["client"] for e in detections} == {"cline", "continue"}  # type: ignore[index]
+    assert {e["telltale"]["client"] for e in detections} == {"cline", "continue", "roo"}  # type: ignore[index]
+    assert {e["rule"]["id"] for e in detections if e["telltale"]["client"] == "roo"} == {  # type: ignore[index]
+        "persistence.shell_profile"
+    }
 
     assert _activity(_scan(home, out)) == []  # re-scan emits nothing
     assert _tree_digest(home) == before  # the stores are byte-identical (content, mtime, mode)
