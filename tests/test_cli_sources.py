@@ -102,7 +102,7 @@ def test_cli_json_when_piped_and_errors_after_sources(
         "path": str(tmp_path / ".claude/projects/p/b.jsonl"),
         "detail": "symbolic link not followed",
     }
-    assert code == 1  # something was rejected
+    assert code == 0  # a usable store was found: the rejected link is a warning
 
 
 def test_cli_table_on_a_terminal(
@@ -133,23 +133,52 @@ def test_cli_no_stores_message(tmp_path: Path, capsys: pytest.CaptureFixture[str
     code = main(["sources", "--root", str(tmp_path)])
     out = capsys.readouterr()
     assert code == 1
-    assert out.out == ""
+    assert {r["type"] for r in lines(out.out)} == {"probe"}  # every place looked in
     assert "no session stores found" in out.err and str(tmp_path) in out.err
+
+
+def test_cli_nothing_usable_lists_every_place_probed_with_status_and_variables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "sessions").write_text("")  # a file where a directory belongs
+    (tmp_path / ".qwen" / "projects").mkdir(parents=True)  # exists, nothing in it
+    (tmp_path / ".claude" / "projects" / "p").mkdir(parents=True)
+    (tmp_path / ".claude" / "projects" / "p" / "s.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    code = main(["sources", "--json", "--root", str(tmp_path)])
+    out = capsys.readouterr()
+    assert code == 1
+    probes = {r["path"]: r for r in lines(out.out) if r["type"] == "probe"}
+    assert probes[str(tmp_path / ".codex" / "sessions")]["status"] == "not_a_directory"
+    assert probes[str(tmp_path / ".qwen" / "projects")]["status"] == "empty"
+    assert probes[str(tmp_path / ".claude" / "projects")]["status"] == "rejected_link"
+    assert probes[str(tmp_path / ".copilot" / "session-state")]["status"] == "missing"
+    assert "CLAUDE_CONFIG_DIR" in probes[str(tmp_path / ".claude" / "projects")]["variables"]
+    assert probes[str(tmp_path / ".codex" / "sessions")]["variables"][0] == "CODEX_HOME"
+    assert "COPILOT_HOME" in probes[str(tmp_path / ".copilot" / "session-state")]["variables"]
+    assert "places probed" in out.err
+
+
+def test_probe_status_names_what_was_in_the_way() -> None:
+    from telltale.discovery.api import DiscoveryIssue
+    from telltale.discovery.core import probe_status
+
+    d = "/h/.claude/projects"
+    assert probe_status(d, False, False, [DiscoveryIssue("unreadable", d, "EACCES")]) == "permission_denied"
+    assert probe_status(d, True, False, [DiscoveryIssue("unreadable", d + "/p", "EPERM")]) == "permission_denied"
+    assert probe_status(d, False, False, [DiscoveryIssue("unreadable", d, "EIO")]) == "unreadable"
+    assert probe_status(d, True, False, [DiscoveryIssue("symlink", d + "/p/s.jsonl")]) == "rejected_link"
+    assert probe_status(d, True, True, [DiscoveryIssue("symlink", d + "/p/s.jsonl")]) == "found"
+    assert probe_status(d, False, False, []) == "missing"
+    assert probe_status(d, True, False, []) == "empty"
 
 
 def test_cli_missing_root_reports_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["sources", "--json", "--root", str(tmp_path / "missing")])
     out = capsys.readouterr()
-    assert code == 1
-    assert lines(out.out) == [
-        {
-            "type": "error",
-            "reason": "invalid_root",
-            "path": str(tmp_path / "missing"),
-            "detail": "not an existing directory",
-        }
-    ]
-    assert "no session stores found" in out.err
+    assert code == 2  # a usage error: a typo is never "a host without agents"
+    assert out.out == ""
+    assert "--root" in out.err and "does not exist" in out.err
 
 
 def test_cli_unknown_client_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -97,7 +97,7 @@ def test_cli_piped_output_defaults_to_json_and_platform_injection(tmp_path: Path
 def test_cli_bad_root_is_a_usage_error(tmp_path: Path) -> None:
     proc = run_cli("--root", str(tmp_path / "missing"))
     assert proc.returncode == 2
-    assert "not a directory" in proc.stderr and proc.stdout == ""
+    assert "does not exist" in proc.stderr and proc.stdout == ""
 
 
 def test_json_lines_shape(tmp_path: Path) -> None:

@@ -23,6 +23,17 @@ class UsageError(TelltaleError):
     exit_code = ExitCode.USAGE
 
 
+class StateError(TelltaleError):
+    """The state database cannot be used (damaged, not a database, read-only, disk full):
+    exit 1, one line naming the path, what happened and the recovery step."""
+
+    def __init__(self, path: str, what: str, recovery: str) -> None:
+        self.path = path
+        self.what = what
+        self.recovery = recovery
+        super().__init__(f"state database {path}: {what}; {recovery}")
+
+
 class StateLocked(TelltaleError):
     """Another writer holds the state's lock (exit 75). ``holder`` is a ``LockHolder`` or None."""
 

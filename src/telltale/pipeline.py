@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from telltale.errors import SourceError, UnsupportedSource, UsageError
+from telltale.errors import OutputError, SourceError, StateError, UnsupportedSource
 from telltale.events.activity import activity_lines
 from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now
 from telltale.events.health import (
@@ -36,6 +36,7 @@ from telltale.events.health import (
     scanner_error,
     source_health,
     source_unsupported,
+    state_reset,
 )
 from telltale.index import schema as index_schema
 from telltale.index.documents import event_id_of
@@ -176,6 +177,9 @@ class ScanResult:
             "emitted_count": self.emitted_count,
             "quarantined_count": self.quarantined_count,
             "scanner_error_count": self.scanner_error_count,
+            "discovery_error_count": len(self.discovery_errors),
+            # Failed sources and discovery errors together (what a dashboard counts as errors).
+            "error_count": self.scanner_error_count + len(self.discovery_errors),
             "detection_count": self.detection_count,
             "duration_s": round(self.duration_s, 6),
             "discovery_errors": self.discovery_errors,
@@ -314,10 +318,11 @@ class Scanner:
         recovered = None
         if self.state is not None and not opts.dry_run:
             recovered = self.state.recover(self._recovered_commit)
+        use_cursors = not (opts.backfill or opts.history_all)
+        reset = self._state_reset(observed_at=utc_now()) if use_cursors else None
         selected = list(sources)
         if opts.max_sources is not None:
             selected = selected[: opts.max_sources]
-        use_cursors = not (opts.backfill or opts.history_all)
         history = HistoryMode.ALL if opts.history_all else (
             HistoryMode.BACKFILL if opts.backfill else HistoryMode.INCREMENTAL
         )
@@ -326,6 +331,8 @@ class Scanner:
         reported = self._reported_unsupported()
         reports: list[SourceReport] = []
         window = _Window()
+        if reset is not None:
+            window.add([_item(reset)])  # before anything is emitted again
         emitted = 0
         detections_total = 0
         errors: list[dict[str, Any]] = []
@@ -396,6 +403,8 @@ class Scanner:
                 report.error = exc.reason
                 errors.append({"source": source, "reason": exc.reason, "detail": exc.detail})
                 staged, staged_windows = _Window(), {}
+            except (StateError, OutputError):
+                raise  # the state or the output failed, not this source: the scan ends
             except Exception as exc:  # an adapter bug must not stop the other sources
                 if flushing:
                     # The output or the state failed (this window's, or the one before whose
@@ -469,6 +478,25 @@ class Scanner:
         else:
             result.emitted_count = 0
         return result
+
+    def _state_reset(self, *, observed_at: str) -> dict[str, Any] | None:
+        """A ``state_reset`` event when this state never recorded anything but the log
+        already holds events: every source is about to be read again from the start."""
+        if self.state is None or self.sink is None or self.options.dry_run or not self.state.is_new():
+            return None
+        held = self.sink.held_events()
+        if held is None:
+            return None
+        print(
+            f"telltale: warning: state {self.state.path} is new or empty but the log {held.path} already holds "
+            "events; every source is read again from the beginning (a state_reset event marks the point; event "
+            "ids are stable, so downstream dedupe is safe)",
+            file=sys.stderr,
+        )
+        return state_reset(
+            state_path=self.state.path, log_path=held.path, log_identity=(held.device, held.inode, held.size),
+            observed_at=observed_at,
+        )
 
     def changed_sources(self, sources: Sequence[Source]) -> list[Source]:
         """The sources a cursor-using scan would not skip as unchanged (``watch`` asks this
@@ -825,14 +853,3 @@ def _read_only_state(path: str) -> StateStore:
 
     store.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
     return store
-
-
-def refuse_paths_inside_stores(paths: dict[str, str], sources: Sequence[Source], roots: Iterable[str]) -> None:
-    """State and output files must never sit inside a scanned store (or be one)."""
-    dirs = {os.path.abspath(r) for r in roots}
-    dirs.update(os.path.dirname(os.path.abspath(s.path)) for s in sources)
-    for label, path in paths.items():
-        target = os.path.abspath(path)
-        for d in dirs:
-            if target == d or target.startswith(d.rstrip(os.sep) + os.sep):
-                raise UsageError(f"{label} {path} is inside a scanned session store ({d}); choose a path outside it")

@@ -16,15 +16,29 @@ cursors stay. Either way no event is lost or written twice.
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, ParamSpec, TypeVar
 
 import msgspec
 
-from telltale.errors import OutputError
+from telltale.errors import StateError
+
+#: The recovery step for a state database that cannot be used any more.
+MOVE_ASIDE = "move it aside to rescan from the beginning; event ids are stable, so downstream dedupe is safe"
+#: The recovery step after a full disk.
+FREE_SPACE = (
+    "free space and run the same command again; nothing is lost (cursors move only after their events are written)"
+)
+_WRITABLE = "make it and its directory writable by this user, or pass another --state-path"
+#: First bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: ``meta`` key set by the first commit: a state without it has never recorded anything.
+META_INITIALISED = "initialised"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS cursors (
@@ -82,17 +96,98 @@ def source_key(kind: str, path: str) -> str:
     return f"{kind}\x1f{path}"
 
 
+def explain(exc: BaseException) -> tuple[str, str]:
+    """(what happened, the recovery step) for an error on the state database."""
+    if isinstance(exc, OSError):
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return "the disk is full", FREE_SPACE
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return f"it cannot be written ({exc.strerror})", _WRITABLE
+        return f"it cannot be used ({exc.strerror})", MOVE_ASIDE
+    if isinstance(exc, msgspec.DecodeError):
+        return "it holds a record that cannot be decoded", MOVE_ASIDE
+    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    text = str(exc)
+    if name.startswith("SQLITE_FULL") or "disk is full" in text:
+        return "the disk is full (SQLite: database or disk is full)", FREE_SPACE
+    if name.startswith("SQLITE_NOTADB") or "not a database" in text:
+        return "it is not a SQLite database", MOVE_ASIDE
+    if name.startswith("SQLITE_CORRUPT") or "malformed" in text:
+        return "it is damaged (database disk image is malformed)", MOVE_ASIDE
+    if name.startswith("SQLITE_READONLY") or "readonly" in text:
+        return "it cannot be written (read-only)", _WRITABLE
+    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")):
+        return "it cannot be opened", "check that it and its directory are readable and writable by this user"
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return "it is busy (another process held a SQLite lock on it too long)", "run the same command again later"
+    if name.startswith("SQLITE_IOERR"):
+        return f"it could not be read or written ({name})", f"check the disk; if it persists, {MOVE_ASIDE}"
+    if "no such table" in text or "no such column" in text or "has no column" in text:
+        return "it has an unexpected schema (not a Telltale state database?)", MOVE_ASIDE
+    return f"it failed ({name or type(exc).__name__})", MOVE_ASIDE
+
+
+def state_error(path: str, exc: BaseException) -> StateError:
+    what, recovery = explain(exc)
+    return StateError(path, what, recovery)
+
+
+@contextlib.contextmanager
+def state_errors(path: str) -> Iterator[None]:
+    """Turn an SQLite (or decoding) error on the state database into one clear StateError."""
+    try:
+        yield
+    except (sqlite3.Error, msgspec.DecodeError) as exc:
+        raise state_error(path, exc) from exc
+
+
+def check_state_file(path: str) -> None:
+    """Refuse an existing, non-empty state that is not an SQLite database, before anything
+    (the lock included) is written beside it."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise state_error(path, exc) from None
+    if head and head != SQLITE_HEADER:
+        raise StateError(path, "it is not a SQLite database", MOVE_ASIDE)
+
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _guarded(method: Callable[_P, _T]) -> Callable[_P, _T]:
+    """A StateStore method whose SQLite errors become a StateError naming the path."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return method(*args, **kwargs)
+        except (sqlite3.Error, msgspec.DecodeError) as exc:
+            store = args[0]
+            raise state_error(getattr(store, "path", "?"), exc) from exc
+
+    return wrapper
+
+
 class StateStore:
     """The scanner's state database. Not shared with any agent store."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         parent = os.path.dirname(os.path.abspath(path))
-        os.makedirs(parent, mode=0o700, exist_ok=True)
-        if not os.path.exists(path):
-            # Create with 0600 before SQLite opens it, so it is never world-readable.
-            fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
-            os.close(fd)
+        check_state_file(path)
+        try:
+            os.makedirs(parent, mode=0o700, exist_ok=True)
+            if not os.path.exists(path):
+                # Create with 0600 before SQLite opens it, so it is never world-readable.
+                fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
+                os.close(fd)
+        except OSError as exc:
+            raise state_error(path, exc) from exc
         try:
             self.conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
             self.conn.execute("PRAGMA journal_mode=WAL")
@@ -100,31 +195,52 @@ class StateStore:
             self.conn.execute("PRAGMA busy_timeout=30000")
             self.conn.executescript(_SCHEMA)
         except sqlite3.Error as exc:
-            raise OutputError(f"cannot open state database: {exc}") from exc
+            raise state_error(path, exc) from exc
         with contextlib.suppress(OSError):
             os.chmod(path, 0o600)
 
     def close(self) -> None:
-        self.conn.close()
+        with contextlib.suppress(sqlite3.Error):  # closing checkpoints the WAL: may meet a full disk
+            self.conn.close()
+
+    @_guarded
+    def is_new(self) -> bool:
+        """Nothing was ever committed to this state (new, or emptied to 0 bytes)."""
+        row = self.conn.execute(
+            "SELECT (SELECT count(*) FROM meta WHERE key IN (?, 'fingerprints')) + "
+            "EXISTS(SELECT 1 FROM cursors) + EXISTS(SELECT 1 FROM pending_window)",
+            (META_INITIALISED,),
+        ).fetchone()
+        return int(row[0]) == 0
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        self.conn.execute("BEGIN IMMEDIATE")
+        """One write transaction; any SQLite error in it (the caller's too) is a StateError."""
         try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        else:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                if self.conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self.conn.execute("ROLLBACK")
+                raise
             self.conn.execute("COMMIT")
+        except (sqlite3.Error, msgspec.DecodeError) as exc:
+            if self.conn.in_transaction:  # a failed COMMIT (disk full) leaves it open
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+            raise state_error(self.path, exc) from exc
 
     # -- cursors -------------------------------------------------------------------
+    @_guarded
     def cursor(self, kind: str, path: str) -> bytes | None:
         row = self.conn.execute(
             "SELECT cursor FROM cursors WHERE source_key = ?", (source_key(kind, path),)
         ).fetchone()
         return bytes(row[0]) if row else None
 
+    @_guarded
     def cursor_count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM cursors").fetchone()[0])
 
@@ -142,6 +258,7 @@ class StateStore:
         )
 
     # -- detection windows ---------------------------------------------------------
+    @_guarded
     def detect_windows(self, keys: Iterable[str]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         for key in keys:
@@ -151,6 +268,7 @@ class StateStore:
         return out
 
     # -- meta ----------------------------------------------------------------------
+    @_guarded
     def meta(self, key: str) -> bytes | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return bytes(row[0]) if row else None
@@ -183,6 +301,9 @@ class StateStore:
         with self.transaction() as conn:
             self._install(conn, pending.cursors, pending.windows)
             conn.execute("DELETE FROM pending_window WHERE id = 1")
+            conn.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (META_INITIALISED, str(time.time()).encode())
+            )
             if extra is not None:
                 extra(conn)
 
@@ -190,6 +311,7 @@ class StateStore:
         with self.transaction() as conn:
             conn.execute("DELETE FROM pending_window WHERE id = 1")
 
+    @_guarded
     def pending(self) -> PendingWindow | None:
         row = self.conn.execute(
             "SELECT log_path, log_device, log_inode, start_size, end_size, cursors, windows "
@@ -207,6 +329,7 @@ class StateStore:
             windows=_window_map.decode(row[6]),
         )
 
+    @_guarded
     def recover(self, extra_for: Any = None) -> str | None:
         """Finish or undo a window a killed scan left behind. Returns what was done.
 

@@ -11,11 +11,13 @@ from typing import Any
 
 from telltale.cli.paths import default_log_path, default_state_dir, default_state_path
 from telltale.delivery import Delivery
-from telltale.discovery import DiscoveryOptions, DiscoveryResult, discover
+from telltale.discovery import DiscoveryOptions, DiscoveryResult, check_root, discover
 from telltale.errors import UsageError
 from telltale.events.envelope import ContentMode
 from telltale.lock import LockHolder, writer_lock
-from telltale.pipeline import WINDOW_BYTES, Detector, Scanner, ScanOptions, refuse_paths_inside_stores
+from telltale.pipeline import WINDOW_BYTES, Detector, Scanner, ScanOptions
+from telltale.placement import check_write_paths
+from telltale.state import check_state_file, state_errors
 
 __all__ = ["default_log_path", "default_state_dir", "default_state_path"]
 
@@ -88,6 +90,7 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def discovery_options(args: argparse.Namespace) -> DiscoveryOptions:
+    check_root(args.root)
     return DiscoveryOptions(
         root=args.root,
         clients=tuple(args.client or ()),
@@ -150,11 +153,11 @@ def checked_discovery(args: argparse.Namespace, options: ScanOptions) -> Discove
             "(or use --dry-run)"
         )
     if not options.dry_run:
-        refuse_paths_inside_stores(
-            {"--state-path": options.state_path, "--log-path": options.log_path},
-            result.sources,
-            [r.path for r in result.store_roots],
-        )
+        stores = [r.path for r in result.store_roots]
+        stores += result.pending_roots  # where a store may appear (and a watch looks)
+        stores += sorted({os.path.dirname(s.path) for s in result.sources})
+        check_write_paths(options.state_path, options.log_path, stores=stores)
+        check_state_file(options.state_path)  # not a database: exit 1 before the lock is created
     return result
 
 
@@ -198,7 +201,8 @@ def state_lock(
 ) -> Iterator[None]:
     """Hold the state's writer lock for one run (or one loop iteration); a dry run takes none."""
     if dry_run:
-        yield
+        with state_errors(state_path):
+            yield
         return
 
     def waiting(holder: LockHolder | None) -> None:
@@ -206,5 +210,5 @@ def state_lock(
         limit = "" if wait is None else f" (up to {wait:g}s)"
         print(f"telltale: state {state_path} is in use by {who}; waiting{limit}", file=sys.stderr, flush=True)
 
-    with writer_lock(state_path, command, wait=wait, on_wait=waiting, stop=stop):
+    with writer_lock(state_path, command, wait=wait, on_wait=waiting, stop=stop), state_errors(state_path):
         yield

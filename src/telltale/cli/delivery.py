@@ -18,6 +18,7 @@ from typing import Any
 
 from telltale.cli.common import add_wait_lock_argument, state_lock
 from telltale.errors import UsageError
+from telltale.state import state_errors
 
 
 def _state_path(args: argparse.Namespace) -> str:
@@ -48,7 +49,8 @@ def _status(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"telltale: warning: {exc}", file=sys.stderr)
     try:
-        rows = status(path, configured)
+        with state_errors(path):
+            rows = status(path, configured)
     except FileNotFoundError:
         raise UsageError(f"no state database at {path} (use --state-path)") from None
     if args.json:

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from telltale.discovery import check_root
 from telltale.errors import UsageError
 from telltale.inventory.model import AgentInventory, InventorySnapshot
 from telltale.inventory.snapshot import PLATFORMS, take_inventory
@@ -45,9 +46,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     platform = args.platform or sys.platform
     if args.root is not None:
+        check_root(args.root)
         root = Path(args.root)
-        if not root.is_dir():
-            raise UsageError(f"--root is not a directory: {args.root}")
         if args.system_root is not None and not Path(args.system_root).is_dir():
             raise UsageError(f"--system-root is not a directory: {args.system_root}")
         snapshot = take_inventory(

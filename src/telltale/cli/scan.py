@@ -136,7 +136,7 @@ def _one_scan(
 def _locked_scan(args: argparse.Namespace, options: Any, detector: Any, delivery: Any, discovery: Any) -> int:
     for issue in discovery.errors:
         print(f"telltale: discovery: {issue.reason}: {issue.path}", file=sys.stderr)
-    if not discovery.sources:
+    if not discovery.sources and not discovery.errors:
         print(
             f"telltale: no agent session stores found (root {args.root!r}); nothing to scan. "
             "Run `telltale sources` to see where Telltale looks.",
@@ -159,7 +159,15 @@ def _locked_scan(args: argparse.Namespace, options: Any, detector: Any, delivery
     finally:
         scanner.close()
     _print_summary(result, as_json=args.json or not is_tty(sys.stdout), delivery=delivered)
-    return 0
+    if discovery.errors and not discovery.sources:
+        # Nothing usable, only rejected or unreadable candidates: the run could not do its job.
+        print(
+            f"telltale: error: no usable session store found and {len(discovery.errors)} discovery error(s); "
+            "see `telltale sources`",
+            file=sys.stderr,
+        )
+        return ExitCode.FAILED
+    return ExitCode.OK
 
 
 def _inventory_hook(args: argparse.Namespace) -> Any:

@@ -15,8 +15,10 @@ from typing import Any, TextIO
 
 import msgspec
 
-from telltale.discovery import DiscoveryIssue, DiscoveryOptions, DiscoveryResult, discover
+from telltale.discovery import DiscoveryIssue, DiscoveryOptions, DiscoveryResult, check_root, discover
+from telltale.discovery.api import ProbedPlace
 from telltale.events.envelope import path_hash
+from telltale.exitcodes import ExitCode
 from telltale.sources.registry import unsupported_reason
 from telltale.sources.spec import Source
 
@@ -128,27 +130,94 @@ def write_table(result: DiscoveryResult, out: TextIO, err: TextIO) -> None:
         Console(file=err).print(errors)
 
 
+#: What moves each kind of store root (the environment variables discovery reads for it).
+_ROOT_VARIABLES: dict[str, tuple[str, ...]] = {
+    "home": ("HOME",),
+    "codex_home": ("CODEX_HOME", "HOME"),
+    "data_home": ("XDG_DATA_HOME", "HOME") if sys.platform.startswith("linux") else (
+        ("LOCALAPPDATA", "APPDATA", "USERPROFILE") if sys.platform == "win32" else ("HOME",)),
+    "project_local": ("TELLTALE_PROJECT_CONFIG", "--project-config"),
+    "editor_user": ("HOME",) if sys.platform != "win32" else ("APPDATA", "USERPROFILE"),
+}
+#: Variables that move one kind's store in addition to its root's.
+_KIND_VARIABLES: dict[str, tuple[str, ...]] = {
+    "claude.projects": ("CLAUDE_CONFIG_DIR",),
+    "copilot.session_state": ("COPILOT_HOME",),
+    "opencode.sqlite": ("OPENCODE_DB",),
+}
+
+
+def variables(kinds: tuple[str, ...]) -> list[str]:
+    """The environment variables (and flags) that move the stores of ``kinds``."""
+    from telltale.sources.registry import REGISTRY
+
+    specs = {spec.kind: spec for spec in REGISTRY}
+    names: list[str] = []
+    for kind in kinds:
+        spec = specs.get(kind)
+        names.extend(_KIND_VARIABLES.get(kind, ()))
+        if spec is not None:
+            names.extend(_ROOT_VARIABLES.get(spec.root_type.value, ()))
+    return list(dict.fromkeys(names))
+
+
+def probe_record(place: ProbedPlace) -> dict[str, Any]:
+    return {
+        "type": "probe",
+        "path": display_path(place.path),
+        "status": place.status,
+        "kinds": list(place.kinds),
+        "found_by": place.found_by,
+        "variables": variables(place.kinds),
+    }
+
+
+def write_probes(result: DiscoveryResult, out: TextIO, *, as_json: bool) -> None:
+    """Every place looked in, with what was there and what would move it (nothing usable found)."""
+    if as_json:
+        encoder = msgspec.json.Encoder()
+        for place in result.probed:
+            out.write(encoder.encode(probe_record(place)).decode("utf-8") + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="Places probed")
+    for column in ("path", "status", "kinds", "moved by"):
+        table.add_column(column, overflow="fold")
+    for place in result.probed:
+        record = probe_record(place)
+        table.add_row(Text(record["path"]), place.status, ", ".join(place.kinds), ", ".join(record["variables"]))
+    Console(file=out).print(table)
+
+
 def _clients(values: list[str]) -> tuple[str, ...]:
     return tuple(item.strip() for value in values for item in value.split(",") if item.strip())
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit 0 when readable stores were found and nothing was rejected, 1 otherwise
-    (stores that are only ``unsupported`` do not count as usable)."""
+    """Exit 0 when at least one usable store was found (rejected candidates are listed as
+    errors but are warnings), 1 when none was (stores that are only ``unsupported`` do not
+    count as usable); then every place probed is listed with its status."""
+    check_root(args.root)
     options = DiscoveryOptions(
         root=args.root,
         clients=_clients(args.client),
         project_configs=tuple(args.project_config),
     )
     result = discover(options)
-    if args.json or not sys.stdout.isatty():
+    as_json = args.json or not sys.stdout.isatty()
+    if as_json:
         write_json(result, sys.stdout)
     else:
         write_table(result, sys.stdout, sys.stderr)
     usable = [s for s in result.sources if unsupported_reason(s.kind) is None]
     if not usable:
+        write_probes(result, sys.stdout, as_json=as_json)
         where = "this host's environment" if args.root == "." else display_path(args.root)
         found = "no session stores found" if not result.sources else "no readable session stores found"
-        print(f"telltale: {found} (root: {where})", file=sys.stderr)
+        print(f"telltale: {found} (root: {where}); the places probed are listed above with their status and "
+              "the variables that move each store", file=sys.stderr)
     sys.stdout.flush()
-    return 0 if usable and not result.errors else 1
+    return ExitCode.OK if usable else ExitCode.FAILED

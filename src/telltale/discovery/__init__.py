@@ -11,7 +11,7 @@ from telltale.discovery.api import (
     DiscoveryResult,
     StoreRoot,
 )
-from telltale.discovery.core import discover
+from telltale.discovery.core import check_root, discover
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -19,5 +19,6 @@ __all__ = [
     "DiscoveryOptions",
     "DiscoveryResult",
     "StoreRoot",
+    "check_root",
     "discover",
 ]

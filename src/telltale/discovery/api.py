@@ -67,6 +67,20 @@ class StoreRoot(msgspec.Struct, frozen=True):
     exact_files: tuple[str, ...] = ()
 
 
+class ProbedPlace(msgspec.Struct, frozen=True):
+    """A directory discovery looked in for stores, and what it found there.
+
+    ``status``: ``found`` (sources there), ``empty`` (the directory exists, nothing of the
+    kinds in it), ``missing``, ``not_a_directory``, ``permission_denied``, ``unreadable``
+    (another errno) or ``rejected_link`` (a link discovery does not follow there).
+    """
+
+    path: str
+    kinds: tuple[str, ...]
+    status: str
+    found_by: str
+
+
 class DiscoveryResult(msgspec.Struct):
     """Sources sorted by ``Source.sort_key()``, issues, and the roots to watch."""
 
@@ -77,3 +91,6 @@ class DiscoveryResult(msgspec.Struct):
     #: Home, CodexHome and DataHome store directories of the selected kinds that do not
     #: exist yet (an agent not used so far): ``watch`` waits for them to appear.
     pending_roots: list[str] = []
+    #: Every store directory looked in, in the order probed (``telltale sources`` lists them
+    #: when nothing usable was found).
+    probed: list[ProbedPlace] = []

@@ -17,7 +17,7 @@ import os
 import stat
 from collections.abc import Iterable, Sequence
 
-from telltale.discovery.api import DiscoveryIssue, DiscoveryOptions, DiscoveryResult, StoreRoot
+from telltale.discovery.api import DiscoveryIssue, DiscoveryOptions, DiscoveryResult, ProbedPlace, StoreRoot
 from telltale.discovery.editors import EDITORS, editor_user_dirs, resolve_below
 from telltale.discovery.fixtures import is_fixture_tree
 from telltale.discovery.opencode import OPENCODE_KIND, discover_environment, discover_explicit
@@ -67,6 +67,7 @@ class _Collector:
         self.sources: list[Source] = []
         self._roots: dict[str, StoreRoot] = {}
         self.pending: dict[str, str] = {}
+        self.probed: list[ProbedPlace] = []
 
     def add_root(self, root: StoreRoot) -> None:
         key = self.flavour.key(root.path)
@@ -96,7 +97,17 @@ class _Collector:
             if all(t.spec.kind != target.spec.kind for t in targets):
                 targets.append(target)
         for directory, targets in groups.values():
+            issues_before = len(probe.issues)
             outcome = walk_store(probe, directory, targets)
+            self.probed.append(
+                ProbedPlace(
+                    path=directory,
+                    kinds=tuple(t.spec.kind for t in targets),
+                    status=probe_status(directory, outcome.present, bool(outcome.sources),
+                                        probe.issues[issues_before:]),
+                    found_by=targets[0].found_by,
+                )
+            )
             self.sources.extend(outcome.sources)
             if not outcome.present and probe.stat(directory) is None:
                 self.pending[self.flavour.key(directory)] = directory
@@ -114,6 +125,28 @@ class _Collector:
 
     def pending_roots(self) -> list[str]:
         return sorted(path for key, path in self.pending.items() if key not in self._roots)
+
+
+def probe_status(directory: str, present: bool, found: bool, issues: Sequence[DiscoveryIssue]) -> str:
+    """What a probed store directory turned out to be (see :class:`ProbedPlace`).
+
+    ``issues`` are those reported while probing it. A directory with sources is ``found``
+    whatever else was rejected in it; one without is named after what stood in the way,
+    the directory itself first, then anything below it (a rejected link, a denied subdir).
+    """
+    if found:
+        return "found"
+    prefixes = tuple(directory.rstrip("/\\") + sep for sep in ("/", "\\"))
+    exact = [issue for issue in issues if issue.path == directory]
+    inner = [issue for issue in issues if issue.path.startswith(prefixes)]
+    for issue in (*exact, *inner):
+        if issue.reason == "unreadable":
+            return "permission_denied" if issue.detail in ("EACCES", "EPERM") else "unreadable"
+        if issue.reason in ("symlink", "symlink_component"):
+            return "rejected_link"
+        if issue.reason == "not_a_directory":
+            return "not_a_directory"
+    return "empty" if present else "missing"
 
 
 def _join_relative(flavour: Flavour, base: str, relative: str) -> str:
@@ -186,6 +219,9 @@ def _discover_host(
         collector.sources.extend(found)
         for root in store_roots:
             collector.add_root(root)
+            has = any(s.store_root == root.path for s in found)
+            collector.probed.append(ProbedPlace(path=root.path, kinds=(spec.kind,),
+                                                status="found" if has else "empty", found_by="data_home"))
 
 
 def _discover_fixture(probe: Probe, collector: _Collector, specs: Sequence[SourceSpec], root: str) -> None:
@@ -257,6 +293,24 @@ def _unique_issues(issues: Iterable[DiscoveryIssue]) -> list[DiscoveryIssue]:
     return sorted(set(issues), key=lambda issue: (issue.path, issue.reason, issue.detail))
 
 
+def check_root(root: str) -> None:
+    """Refuse an explicit ``--root`` that is not an existing directory (exit 2, before
+    anything is written: a typo must never look like a healthy host without agents)."""
+    if root == ".":
+        return
+    if not root:
+        raise UsageError("--root must name a directory")
+    try:
+        st = os.stat(root)
+    except (FileNotFoundError, NotADirectoryError):
+        link = " (a dangling symbolic link)" if os.path.islink(root) else ""
+        raise UsageError(f"--root {root} does not exist{link}") from None
+    except OSError as exc:
+        raise UsageError(f"--root {root} cannot be read ({exc.strerror})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"--root {root} is not a directory")
+
+
 def discover(options: DiscoveryOptions) -> DiscoveryResult:
     """Find every selected session store; see the module docstring for the modes.
 
@@ -326,4 +380,5 @@ def discover(options: DiscoveryOptions) -> DiscoveryResult:
         fixture_tree=fixture,
         store_roots=collector.store_roots(),
         pending_roots=[] if fixture else collector.pending_roots(),
+        probed=collector.probed,
     )

@@ -67,7 +67,7 @@ def scan_summary(*, scan_id: str, summary: dict[str, Any], observed_at: str) -> 
     doc["telltale"].update({"scan_id": scan_id, "scan": summary})
     doc["message"] = (
         f"scan: {summary.get('sources_scanned', 0)} sources, {summary.get('emitted_count', 0)} events, "
-        f"{summary.get('scanner_error_count', 0)} errors"
+        f"{summary.get('error_count', summary.get('scanner_error_count', 0))} errors"
     )
     return doc
 
@@ -122,4 +122,37 @@ def source_health(
         {"client": client, "source": {"kind": kind, "path_hash": path_hash(path)}, "health": dict(fields)}
     )
     doc["message"] = f"source {kind}: {reason}"
+    return doc
+
+
+def state_reset(
+    *, state_path: str, log_path: str, log_identity: tuple[int, int, int], observed_at: str
+) -> dict[str, Any]:
+    """A new or emptied state beside a log that already holds events: what follows is a
+    re-read from the beginning. A record event: its id depends only on the state, the log
+    and the log's size when the reset was found (a killed first window is cut back to that
+    size, so a re-run finds the same id)."""
+    device, inode, size = log_identity
+    doc = base_event(
+        event_id=_event_id("state_reset", state_path, log_path, str(device), str(inode), str(size)),
+        dataset="telltale.health",
+        action="state_reset",
+        timestamp=None,
+        observed_at=observed_at,
+    )
+    doc["event"].update({"category": ["host"], "type": ["change"], "severity": _SEVERITY["warning"]})
+    doc["log"] = {"level": "warning"}
+    doc["telltale"].update(
+        {
+            "state_reset": {
+                "state_path_hash": path_hash(state_path),
+                "log_path_hash": path_hash(log_path),
+                "log_size": size,
+            }
+        }
+    )
+    doc["message"] = (
+        "state is new or empty but the log already holds events: every source is read again from the beginning "
+        "(event ids are stable, so downstream dedupe is safe)"
+    )
     return doc

@@ -8,8 +8,10 @@ happens only between writes, so a line is never split across files; rotated file
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from telltale.errors import OutputError
 
@@ -26,6 +28,27 @@ def _iov_max() -> int:
 
 
 _IOV_MAX = _iov_max()
+
+
+def _failure(what: str, exc: OSError) -> OutputError:
+    """One line: what failed, why, and (disk full) how to recover."""
+    message = f"{what}: {exc.strerror}"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        message += (
+            "; free space and run the same command again; nothing is lost (cursors move only after their events "
+            "are written)"
+        )
+    return OutputError(message)
+
+
+@dataclass(frozen=True)
+class HeldEvents:
+    """A non-empty log file (the current one, or the newest rotated one)."""
+
+    path: str
+    device: int
+    inode: int
+    size: int
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -75,8 +98,19 @@ class JsonlSink:
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise OutputError(f"cannot open event log {self.path}: {exc.strerror}") from exc
+            raise _failure(f"cannot open event log {self.path}", exc) from exc
         return st.st_dev, st.st_ino, st.st_size
+
+    def held_events(self) -> HeldEvents | None:
+        """The log file that already holds events, if any (rotated files count)."""
+        for path in (self.path, f"{self.path}.1"):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if st.st_size > 0:
+                return HeldEvents(path, st.st_dev, st.st_ino, st.st_size)
+        return None
 
     def rotate_if_needed(self, incoming: int) -> None:
         """Rotate before a write of ``incoming`` bytes would cross the size limit."""
@@ -101,7 +135,7 @@ class JsonlSink:
                 os.replace(self.path, f"{self.path}.1")
             self._fsync_dir()
         except OSError as exc:
-            raise OutputError(f"cannot rotate event log: {exc.strerror}") from exc
+            raise _failure(f"cannot rotate event log {self.path}", exc) from exc
 
     def write(self, lines: Sequence[bytes]) -> int:
         """Append ``lines`` (each without newline) and fsync. Returns bytes written.
@@ -120,7 +154,7 @@ class JsonlSink:
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise OutputError(f"cannot write event log {self.path}: {exc.strerror}") from exc
+            raise _failure(f"cannot write event log {self.path}", exc) from exc
         return written
 
     def _fsync_dir(self) -> None:
