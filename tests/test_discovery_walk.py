@@ -586,8 +586,25 @@ def test_walk_matches_reference_enumeration(tmp_path: Path, paths: list[list[str
         for name in files
         if fnmatch.fnmatchcase(name, "*.jsonl")
     )
+    named_dirs = sorted(
+        os.path.join(dirpath, name)
+        for dirpath, dirs, _files in os.walk(root)
+        for name in dirs
+        if fnmatch.fnmatchcase(name, "*.jsonl")
+    )
     result = run(home, "claude")
     assert [s.path for s in result.sources] == expected
-    assert result.errors == []
+    # A directory named like a transcript is reported, and walked like any other.
+    assert sorted(e.path for e in result.errors) == named_dirs
+    assert {e.reason for e in result.errors} <= {"not_regular_file"}
     for source in result.sources:
         assert stat.S_ISREG(os.lstat(source.path).st_mode)
+
+
+def test_directory_named_like_a_transcript_is_not_regular_file(tmp_path: Path) -> None:
+    root = tmp_path / ".claude/projects/-p"
+    (root / "x.jsonl").mkdir(parents=True)
+    (root / "s.jsonl").write_text("{}\n")
+    result = run(tmp_path, "claude")
+    assert [Path(s.path).name for s in result.sources] == ["s.jsonl"]
+    assert [(e.reason, Path(e.path).name) for e in result.errors] == [("not_regular_file", "x.jsonl")]

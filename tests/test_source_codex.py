@@ -535,10 +535,7 @@ def test_CODEX_17_rest_of_rollout_is_evaluated_and_coverage_partial() -> None:
 @pytest.mark.parametrize(
     ("lines", "reason"),
     [
-        ([meta(), "[1, 2, 3]\n"], "wrapper"),
-        ([meta(), '"just a string"\n'], "wrapper"),
-        ([meta(), json.dumps({"timestamp": "t", "type": 5, "payload": {}}) + "\n"], "wrapper"),
-        ([meta(), line("response_item", "not an object")], "wrapper"),
+        ([line("session_meta", "not an object")], "wrapper"),
         ([meta(history_base={"thread_id": "p", "end_ordinal_exclusive": "7", "end_byte_offset": 10})], "coordinate"),
         ([meta(history_base={"thread_id": "p", "end_ordinal_exclusive": 0, "end_byte_offset": 10})], "coordinate"),
         ([meta(history_base="p:7")], "coordinate"),
@@ -568,6 +565,51 @@ def test_CODEX_18_wrapper_coordinate_and_ownership_errors_fail_the_source(
         scan(write(tmp_path, *lines))
     assert info.value.reason == reason
     assert "FAKE" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason", "field"),
+    [
+        ("[1, 2, 3]\n", "schema_mismatch", None),
+        ("[1,2,]\n", "schema_mismatch", None),
+        ('"just a string"\n', "schema_mismatch", None),
+        (json.dumps({"timestamp": "t", "type": 5, "payload": {}}) + "\n", "schema_mismatch", "type"),
+        ('{"timestamp": 1e999, "type": "event_msg", "payload": {"type": "task_started"}}\n',
+         "number_out_of_range", "timestamp"),
+        ('{"timestamp": ' + "9" * 400 + ', "type": "event_msg", "payload": {"type": "task_started"}}\n',
+         None, None),
+        ('{"timestamp": "t", "type": "event_msg", "payload": {"type": 1e999}}\n', "number_out_of_range", None),
+        ('{"timestamp": "t", "type": "event_msg", "type": "response_item", "payload": 5}\n',
+         "schema_mismatch", None),
+        (b'{"timestamp": "t", "type": "event_msg", "k\xff": 1, "payload": {"type": "task_started"}}\n'
+         .decode("latin-1"),
+         None, None),
+        ("{}\n", "unknown_record_type", "type"),
+        (line("response_item", "not an object"), "schema_mismatch", "response_item"),
+        (line("event_msg", [1]), "schema_mismatch", "event_msg"),
+        ('{"timestamp": "t", "type": "event_msg", "payload": ' + "[" * 1000 + "]" * 1000 + "}\n",
+         "nesting_too_deep", None),
+        ('{"a":' * 5000 + "1" + "}" * 5000 + "\n", "nesting_too_deep", None),
+        (meta(cwd=1e999).replace("Infinity", "1e999"), "number_out_of_range", "session_meta"),
+    ],
+)
+def test_CODEX_18_a_bad_line_is_quarantined_by_itself_and_the_rollout_goes_on(
+    tmp_path: Path, bad: str, reason: str | None, field: str | None
+) -> None:
+    """Only the header's, the coordinates' and the ownership's errors fail a rollout; a
+    line that is not a rollout record object is that line's problem (issue 15)."""
+    good = line("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]})
+    path = tmp_path / "rollout-2026-03-09T10-00-00-x.jsonl"
+    path.write_bytes((meta() + bad + good).encode("latin-1" if "\xff" in bad else "utf-8"))
+    result = scan(path)
+    assert [o.text for o in result.family(Family.MESSAGE)] == ["hi"]
+    if reason is None:
+        assert result.quarantined == []  # an ignored key's bytes are never looked at
+        return
+    (q,) = result.quarantined
+    assert (q.reason, q.line, q.session_id) == (reason, 2, "sess-1")
+    if field is not None:
+        assert q.field is not None and q.field.startswith(field)
 
 
 def test_session_meta_fields_of_another_type_do_not_fail_the_source(tmp_path: Path) -> None:

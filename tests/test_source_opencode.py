@@ -186,15 +186,18 @@ def test_OC_ACQ_8_conflicting_model_metadata_stays_ambiguous(legacy: Path) -> No
     {"role": "user", "model": {"modelID": ["x"], "providerID": "p"}},
     {"role": "assistant", "modelID": "m", "providerID": {"id": "p"}},
 ])
-def test_OC_ACQ_8_malformed_model_fields_fail_the_source_atomically(legacy: Path, data: dict[str, Any]) -> None:
+def test_OC_ACQ_8_malformed_model_fields_quarantine_the_message_only(legacy: Path, data: dict[str, Any]) -> None:
+    """Issue 15 narrows OC-ACQ-8: a wrong model type quarantines that message and its parts
+    (``schema_mismatch``); the rest of the store is still read."""
+    clean = [o.observation_id for b in OpenCodeAdapter().acquire(fx.opencode_source(legacy), None, fx_context())
+             for o in b.observations]
     add_message(legacy, "msg_bad", data, [{"type": "text", "text": "never emitted"}])
-    yielded: list[Any] = []
-    with pytest.raises(SourceError) as err:
-        for batch in OpenCodeAdapter().acquire(fx.opencode_source(legacy), None, fx_context()):
-            yielded.append(batch)
-    assert err.value.reason == "schema"
-    assert yielded == []  # nothing of the source was emitted
-    assert "never emitted" not in str(err.value)
+    batches = list(OpenCodeAdapter().acquire(fx.opencode_source(legacy), None, fx_context()))
+    observations = [o for b in batches for o in b.observations]
+    assert [o.observation_id for o in observations] == clean
+    assert all(o.text != "never emitted" for o in observations)
+    reasons = {(q.reason, q.row.split(":")[0]) for b in batches for q in b.quarantined}
+    assert ("schema_mismatch", "message") in reasons and ("schema_mismatch", "part") in reasons
 
 
 def fx_context() -> Any:
@@ -303,14 +306,16 @@ def test_v2_unknown_row_and_content_types_are_quarantined(v2: Path) -> None:
     assert got.of(text="still here")
 
 
-def test_v2_malformed_model_fails_atomically(v2: Path) -> None:
+def test_v2_malformed_model_quarantines_the_row(v2: Path) -> None:
+    clean = sorted(o.observation_id for o in fx.acquire(v2).observations)
     conn = sqlite3.connect(v2, isolation_level=None)
     conn.execute("INSERT INTO session_message VALUES ('msg_v2_bad', 'ses_v2_main', 'assistant', 1785430030000,"
                  " 1785430030000, ?, 12)", (json.dumps({"model": {"id": 7, "providerID": "p"}, "content": []}),))
     conn.close()
-    with pytest.raises(SourceError) as err:
-        fx.acquire(v2)
-    assert err.value.reason == "schema"
+    got = fx.acquire(v2)
+    assert sorted(o.observation_id for o in got.observations) == clean
+    quarantined = [(q.reason, q.record_id, q.field) for q in got.quarantined]
+    assert quarantined == [("schema_mismatch", "msg_v2_bad", "model.id")]
 
 
 # -- property tests of the native parsers ----------------------------------------------------

@@ -255,6 +255,10 @@ def walk_store(probe: Probe, directory: str, targets: Sequence[WalkTarget]) -> W
                         probe.report("symlink", prefix + name, "symbolic link not followed")
                     continue
                 if entry.is_dir(follow_symlinks=False):
+                    if wanted:
+                        # A directory named like a transcript (``x.jsonl``) is not a source:
+                        # reported (it is still walked like any directory of the store).
+                        probe.report("not_regular_file", prefix + name, "a directory named like a store file")
                     if descend and (plain_descend or any(t.enters(dirs, name) for t in gated)):
                         subdirs.append((prefix + name, entry))
                     continue

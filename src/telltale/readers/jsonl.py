@@ -22,6 +22,7 @@ from typing import BinaryIO
 import msgspec
 
 from telltale.errors import SourceError
+from telltale.readers.records import BOM
 
 HEAD_BYTES = 1_024
 TAIL_BYTES = 64
@@ -213,6 +214,23 @@ class JsonlReader:
     # -- reading ---------------------------------------------------------------------
     def lines(self) -> Iterator[Line]:
         """Yield complete lines from the start offset; stop before a partial last line.
+
+        A UTF-8 byte order mark at the very start of the file is not part of the first
+        record (some Windows editors and tools write one): it is dropped from the line's
+        data, while ``offset`` and ``length`` still count it so cursors stay exact.
+        """
+        lines = self._lines()
+        if self.start_offset == 0:
+            for line in lines:
+                data = line.data
+                if data is not None and data.startswith(BOM):
+                    line = Line(line.number, line.offset, data[len(BOM) :], line.length)
+                yield line
+                break
+        yield from lines
+
+    def _lines(self) -> Iterator[Line]:
+        """The line splitter behind :meth:`lines`.
 
         Lines are sliced out of each chunk as read; only a line that spans chunks is
         assembled from pieces (joining the pending bytes onto every whole chunk would copy

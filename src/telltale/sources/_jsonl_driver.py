@@ -15,6 +15,7 @@ import msgspec
 
 from telltale.model import BoundExceeded, Observation, Quarantine, make_observation
 from telltale.readers.jsonl import JsonlCursor, JsonlReader, Line, decode_cursor, encode_cursor
+from telltale.readers.records import NESTING_TOO_DEEP, failure_reason
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
 from telltale.sources.spec import Source
 
@@ -92,7 +93,11 @@ def acquire_lines(
         window_bytes = 0
         bytes_mark = 0
         for line in reader.lines():
-            handler.handle(line, out)
+            try:
+                handler.handle(line, out)
+            except RecursionError:
+                # JSON nested deeper than the decoder follows: this record only.
+                out.quarantined.append(line_quarantine(source.kind, source, line, NESTING_TOO_DEEP))
             end_offset, end_line = line.offset + line.length + 1, line.number
             window_bytes += line.length + 1
             if window_bytes >= batch_bytes:
@@ -155,14 +160,8 @@ def _short(value: str | None) -> str | None:
 
 
 def decode_failure_reason(data: bytes, exc: msgspec.DecodeError) -> str:
-    """Tell invalid UTF-8 / malformed JSON apart from a schema mismatch, content-free."""
-    if isinstance(exc, msgspec.ValidationError):
-        return "schema_mismatch"
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return "invalid_utf8"
-    return "malformed_json"
+    """Tell invalid UTF-8 / malformed JSON / nesting apart from a schema mismatch, content-free."""
+    return failure_reason(data, exc)
 
 
 class Recorder:

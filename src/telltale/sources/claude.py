@@ -37,6 +37,7 @@ from telltale.model import (
     utf8_len,
 )
 from telltale.readers.jsonl import JsonlReader, Line, decode_cursor, encode_cursor
+from telltale.readers.records import NESTING_TOO_DEEP, decode_guarded, failure_reason, retry_repaired
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
 from telltale.sources.spec import RootType, Source, SourceSpec
 
@@ -750,11 +751,22 @@ class _Scan:
             self.records += 1
             self.mismatch(line, data)
             return
-        except msgspec.DecodeError:
+        except msgspec.DecodeError as exc:
             if not data.strip():
                 return  # a blank line is not a record (and never decodes)
+            try:
+                rec = retry_repaired(_record_decoder.decode, data, exc)  # lone surrogates
+            except msgspec.ValidationError:
+                self.records += 1
+                self.mismatch(line, data)
+                return
+            except msgspec.DecodeError as final:
+                self.records += 1
+                self.quarantine(line, failure_reason(data, final))
+                return
+        except RecursionError:
             self.records += 1
-            self.quarantine(line, _decode_failure(data))
+            self.quarantine(line, NESTING_TOO_DEEP)
             return
         kind = rec.type
         if kind == "assistant" or kind == "user":
@@ -777,9 +789,9 @@ class _Scan:
     def mismatch(self, line: Line, data: bytes) -> None:
         """An envelope with unexpected field types: bookkeeping stays opaque, the rest is set aside."""
         try:
-            head = _head_decoder.decode(data)
-        except msgspec.DecodeError:
-            self.quarantine(line, "schema_mismatch")
+            head = decode_guarded(_head_decoder.decode, data)
+        except msgspec.DecodeError as exc:
+            self.quarantine(line, failure_reason(data, exc))
             return
         a = head.session_id if isinstance(head.session_id, str) else None
         b = head.session_id_alias if isinstance(head.session_id_alias, str) else None
@@ -1253,16 +1265,8 @@ def _tool_use_result(raw: msgspec.Raw) -> _ToolUseResult | None:
         return None  # a plain string (errors, rejections)
     try:
         return _tool_use_result_decoder.decode(raw)  # decoded in place, never copied
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
-
-
-def _decode_failure(data: bytes) -> str:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return "invalid_utf8"
-    return "malformed_json"
 
 
 class ClaudeAdapter:
@@ -1290,7 +1294,11 @@ class ClaudeAdapter:
             limit = start + batch_bytes - 1
             last: Line | None = None
             for line in reader.lines():
-                scan.line(line)
+                try:
+                    scan.line(line)
+                except RecursionError:
+                    # JSON nested too deep inside a value decoded later: this line only.
+                    scan.quarantine(line, NESTING_TOO_DEEP)
                 if scan.ready is not None:
                     batch, cut_offset, cut_line, cut_carry = scan.ready
                     scan.ready = None

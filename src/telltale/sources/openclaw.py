@@ -29,6 +29,7 @@ from telltale.model import (
     iso_time,
 )
 from telltale.readers.jsonl import Line
+from telltale.readers.records import decode_guarded
 from telltale.readers.sqlite import MAX_BYTES, MAX_ROWS, SqliteSnapshot
 from telltale.sources._jsonl_driver import (
     Out,
@@ -264,7 +265,7 @@ class EntryMapper:
     def map(self, data: bytes, pos: Position, out: Out) -> None:
         out.records_read += 1
         try:
-            entry = _decoder.decode(data)
+            entry = decode_guarded(_decoder.decode, data)
         except msgspec.DecodeError as exc:
             out.quarantined.append(self._failure(data, exc, pos))
             return
@@ -323,7 +324,7 @@ class EntryMapper:
         record_id = None
         if reason == "schema_mismatch":
             try:
-                env = _envelope_decoder.decode(data)
+                env = decode_guarded(_envelope_decoder.decode, data)
             except msgspec.DecodeError:
                 env = _Envelope()
             if not isinstance(env.type, str) or env.type not in _KNOWN_TYPES:
@@ -464,7 +465,7 @@ class EntryMapper:
         if message.details:
             try:
                 exit_code = _details_decoder.decode(message.details).exitCode
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 exit_code = None
         rec.add(
             source_identity=self._identity,
@@ -684,7 +685,7 @@ class OpenClawSqliteAdapter:
         if data is None:
             return
         try:
-            entry = _decoder.decode(data)
+            entry = decode_guarded(_decoder.decode, data)
         except msgspec.DecodeError:
             return
         if isinstance(entry, _SessionHeader) and entry.cwd is not None:

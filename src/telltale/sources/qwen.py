@@ -18,6 +18,7 @@ import msgspec
 
 from telltale.model import BoundExceeded, Family, Provenance, Stage, TokenUsage, encode_arguments, iso_time
 from telltale.readers.jsonl import Line
+from telltale.readers.records import decode_guarded
 from telltale.sources._jsonl_driver import (
     Out,
     Recorder,
@@ -241,7 +242,7 @@ class _QwenHandler:
             return
         out.records_read += 1
         try:
-            record = _decoder.decode(data)
+            record = decode_guarded(_decoder.decode, data)
         except msgspec.DecodeError as exc:
             out.quarantined.append(self._classify_failure(line, data, exc))
             return
@@ -276,7 +277,7 @@ class _QwenHandler:
         session_id = record_id = None
         if reason == "schema_mismatch":
             try:
-                env = _envelope_decoder.decode(data)
+                env = decode_guarded(_envelope_decoder.decode, data)
             except msgspec.DecodeError:
                 env = _Envelope()
             if not isinstance(env.type, str) or env.type not in _KNOWN_TYPES:

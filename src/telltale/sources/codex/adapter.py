@@ -41,6 +41,7 @@ from telltale.model import (
     template_observation_id,
 )
 from telltale.readers.jsonl import MAX_LINE_BYTES, JsonlCursor, JsonlReader, Line, decode_cursor, encode_cursor
+from telltale.readers.records import NESTING_TOO_DEEP, decode_guarded, failure_reason
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
 from telltale.sources.codex import facets, wire
 from telltale.sources.spec import Source
@@ -233,6 +234,14 @@ def _difference(now: _Totals, before: _Totals) -> _Totals | None:
         else:
             out.append(a - b)
     return (out[0], out[1], out[2], out[3], out[4], out[5])
+
+
+def _error_field(exc: msgspec.DecodeError) -> str | None:
+    """The schema path of a validation error as a quarantine field (``timestamp``), if any."""
+    if not isinstance(exc, msgspec.ValidationError):
+        return None
+    path = _error_path(exc)
+    return path[2:] or None if path and path.startswith("$.") else None
 
 
 def _error_path(exc: msgspec.ValidationError) -> str | None:
@@ -576,8 +585,8 @@ class _Rollout:
             # other line, or a failure, takes the two-step path below.
             try:
                 rec = _record_decode(data)
-            except msgspec.DecodeError:
-                rec = None
+            except (msgspec.DecodeError, RecursionError):
+                rec = None  # the two-step path below tells what is wrong with the line
             if rec is not None:
                 kind = rec.type
                 payload = rec.payload
@@ -609,15 +618,15 @@ class _Rollout:
             self._quarantine("oversized_line", _At(line.number, line.offset, self.base + line.number - 1))
             return
         try:
-            env = _envelope_decode(data)
-        except msgspec.ValidationError as exc:
-            self.records += 1
-            raise SourceError("wrapper", f"line {line.number}: not a rollout record object") from exc
+            env = decode_guarded(_envelope_decode, data)
         except msgspec.DecodeError as exc:
             if not data or data.isspace():
                 return  # a blank line is not a record (and never decodes)
+            # One line that is not a rollout record object (an array, a string, a number
+            # out of range, nesting too deep, not JSON) is that line's problem only.
             self.records += 1
-            self._undecodable(exc, _At(line.number, line.offset, self.base + line.number - 1))
+            at = _At(line.number, line.offset, self.base + line.number - 1)
+            self._quarantine(failure_reason(data, exc), at, field=_error_field(exc))
             return
         self.records += 1
         at = _At(line.number, line.offset, self.base + line.number - 1)
@@ -628,6 +637,9 @@ class _Rollout:
             self._g2(env, at, line)
         else:
             self._g1(env, data, at, line)
+
+    def too_deep(self, line: Line) -> None:
+        self._quarantine(NESTING_TOO_DEEP, _At(line.number, line.offset, self.base + line.number - 1))
 
     def _explicit_ordinal(self, ordinal: object, at: _At) -> None:
         if type(ordinal) is not int or ordinal < 0:
@@ -651,7 +663,7 @@ class _Rollout:
         elif kind in wire.BOOKKEEPING_RECORDS:
             self.other += 1
         elif kind is None:
-            raise SourceError("wrapper", f"line {at.line}: record without a type")
+            self._quarantine("unknown_record_type", at, field="type")
         else:
             self._quarantine("unknown_record_type", at, field="type")
 
@@ -672,11 +684,9 @@ class _Rollout:
     def _classify(self, raw: bytes, exc: msgspec.ValidationError, known: frozenset[str], at: _At, field: str) -> None:
         """A payload that did not decode: an unknown tag, or a known record that is malformed."""
         try:
-            head = wire.kind_decoder.decode(raw)
-        except msgspec.ValidationError as inner:
-            raise SourceError("wrapper", f"line {at.line}: {field} payload is not an object") from inner
+            head = decode_guarded(wire.kind_decoder.decode, raw)
         except msgspec.DecodeError as inner:
-            self._undecodable(inner, at)
+            self._undecodable(inner, raw, at, field)
             return
         record_id = head.id if isinstance(head.id, str) else None
         if not isinstance(head.type, str) or head.type not in known:
@@ -685,19 +695,20 @@ class _Rollout:
             path = _error_path(exc)
             self._quarantine("schema_mismatch", at, record_id, field=f"{field}{path[1:] if path else ''}")
 
-    def _undecodable(self, exc: msgspec.DecodeError, at: _At) -> None:
-        """Bytes that are not JSON (or not UTF-8): the line is quarantined, never echoed."""
-        reason = "invalid_utf8" if "utf-8" in str(exc).lower() else "malformed_json"
-        self._quarantine(reason, at)
+    def _undecodable(self, exc: msgspec.DecodeError, raw: bytes, at: _At, field: str | None = None) -> None:
+        """A payload that is not an object, not JSON or not UTF-8: the line is quarantined,
+        never echoed."""
+        if isinstance(exc, msgspec.ValidationError) and failure_reason(raw, exc) == "schema_mismatch":
+            self._quarantine("schema_mismatch", at, field=field)
+            return
+        self._quarantine(failure_reason(raw, exc), at, field=field)
 
     def _malformed(self, raw: bytes, exc: msgspec.ValidationError, at: _At, field: str) -> None:
         """A known record whose payload does not have the documented shape."""
         try:
-            wire.kind_decoder.decode(raw)
-        except msgspec.ValidationError as inner:
-            raise SourceError("wrapper", f"line {at.line}: {field} payload is not an object") from inner
+            decode_guarded(wire.kind_decoder.decode, raw)
         except msgspec.DecodeError as inner:
-            self._undecodable(inner, at)
+            self._undecodable(inner, raw, at, field)
             return
         path = _error_path(exc)
         self._quarantine("schema_mismatch", at, field=f"{field}{path[1:] if path else ''}")
@@ -705,8 +716,13 @@ class _Rollout:
     # -- session_meta / turn_context -----------------------------------------------
     def _session_meta(self, raw: bytes, at: _At, line: Line, explicit_ordinal: bool) -> None:
         try:
-            meta = wire.meta_decoder.decode(raw)
+            meta = decode_guarded(wire.meta_decoder.decode, raw)
         except msgspec.DecodeError as exc:
+            if self.meta:
+                # The rollout's identity is already known: a later malformed header is one
+                # bad line, not a reason to doubt the rest.
+                self._undecodable(exc, raw, at, "session_meta")
+                return
             raise SourceError("wrapper", f"line {at.line}: session_meta is malformed") from exc
         sid = meta.id if isinstance(meta.id, str) and meta.id else None
         if meta.subagent_history_start_ordinal is not None:
@@ -796,12 +812,12 @@ class _Rollout:
     def _turn_context(self, raw: bytes, at: _At) -> None:
         """Bookkeeping, but its model applies to the observations that follow."""
         try:
-            context = wire.turn_context_decoder.decode(raw)
+            context = decode_guarded(wire.turn_context_decoder.decode, raw)
         except msgspec.ValidationError as exc:
             self._malformed(raw, exc, at, "turn_context")
             return
         except msgspec.DecodeError as exc:
-            self._undecodable(exc, at)
+            self._undecodable(exc, raw, at)
             return
         self.other += 1
         model = _bounded(context.model) or self.model
@@ -814,12 +830,12 @@ class _Rollout:
     # -- response items --------------------------------------------------------------
     def _response_item(self, raw: bytes, at: _At, metadata: msgspec.Raw | None) -> None:
         try:
-            item = wire.item_decoder.decode(raw)
+            item = decode_guarded(wire.item_decoder.decode, raw)
         except msgspec.ValidationError as exc:
             self._classify(raw, exc, wire.KNOWN_ITEM_TAGS, at, "response_item")
             return
         except msgspec.DecodeError as exc:
-            self._undecodable(exc, at)
+            self._undecodable(exc, raw, at)
             return
         self._item(item, at, metadata)
 
@@ -891,7 +907,7 @@ class _Rollout:
         if metadata is not None:
             try:
                 harness = wire.harness_decoder.decode(metadata)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 harness = wire.HarnessMetadata()
             if harness.inherited_user_message:
                 injected = True
@@ -952,7 +968,7 @@ class _Rollout:
         if isinstance(raw, str):
             try:
                 parsed = _any_decoder.decode(raw)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 parsed = None
                 attributes["arguments_format"] = "text"
         command = file_path = url = None
@@ -1132,7 +1148,7 @@ class _Rollout:
             if output.startswith('{"output"'):
                 try:
                     shaped = wire.exec_output_decoder.decode(output)
-                except msgspec.DecodeError:
+                except (msgspec.DecodeError, RecursionError):
                     shaped = None
                 if shaped is not None:
                     result = shaped.output
@@ -1166,12 +1182,12 @@ class _Rollout:
     # -- event_msg -------------------------------------------------------------------
     def _event(self, raw: bytes, at: _At) -> None:
         try:
-            event = wire.event_decoder.decode(raw)
+            event = decode_guarded(wire.event_decoder.decode, raw)
         except msgspec.ValidationError as exc:
             self._classify(raw, exc, wire.KNOWN_EVENT_TAGS, at, "event_msg")
             return
         except msgspec.DecodeError as exc:
-            self._undecodable(exc, at)
+            self._undecodable(exc, raw, at)
             return
         self._event_of(event, at)
 
@@ -1242,12 +1258,12 @@ class _Rollout:
             self._quarantine("foreign_thread_item", at, head, field="thread_id")
             return
         try:
-            item = wire.turn_decoder.decode(event.item)
+            item = decode_guarded(wire.turn_decoder.decode, event.item)
         except msgspec.ValidationError as exc:
             self._classify(bytes(event.item), exc, wire.KNOWN_TURN_TAGS, at, "item")
             return
         except msgspec.DecodeError as exc:
-            self._undecodable(exc, at)
+            self._undecodable(exc, bytes(event.item), at, "item")
             return
         if isinstance(item, wire.CommandExecution):
             output = item.aggregated_output if item.aggregated_output is not None else item.aggregated_output_camel
@@ -1374,7 +1390,12 @@ class CodexAdapter:
                 limit = start + batch_bytes - 1
                 last: Line | None = None
                 for line in reader.lines():
-                    rollout.handle(line)
+                    try:
+                        rollout.handle(line)
+                    except RecursionError:
+                        # JSON nested too deep inside a value decoded later (an arguments
+                        # string): this line only.
+                        rollout.too_deep(line)
                     last = line
                     if line.offset + line.length >= limit:
                         end_offset, end_line = line.offset + line.length + 1, line.number

@@ -235,7 +235,7 @@ class _ProcessLogHandler:
             if isinstance(raw_args, str):
                 try:
                     parsed = _any_decoder.decode(raw_args.encode("utf-8"))
-                except msgspec.DecodeError:
+                except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
                     parsed = None
             call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
             provider = item.get("provider") if isinstance(item.get("provider"), str) else PROVIDER
@@ -334,7 +334,7 @@ def _decode_array(text: str | None) -> Any:
         return None
     try:
         return _any_decoder.decode(text.strip().encode("utf-8"))
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
         return None
 
 

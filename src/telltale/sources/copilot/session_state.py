@@ -28,6 +28,7 @@ from telltale.model import (
     iso_time,
 )
 from telltale.readers.jsonl import Line
+from telltale.readers.records import decode_guarded, failure_reason
 from telltale.sources._jsonl_driver import BoundedMap, Out, Recorder, acquire_lines, decode_failure_reason
 from telltale.sources.base import AcquireContext, Batch
 from telltale.sources.copilot._tools import AUTHORED_KEYS, CLIENT, PROVIDER, facets
@@ -237,7 +238,7 @@ class _SessionStateHandler:
             return
         out.records_read += 1
         try:
-            env = _envelope_decoder.decode(line.data)
+            env = decode_guarded(_envelope_decoder.decode, line.data)
         except msgspec.DecodeError as exc:
             out.quarantined.append(self._quarantine(decode_failure_reason(line.data, exc), line, None))
             return
@@ -249,9 +250,10 @@ class _SessionStateHandler:
                 out.quarantined.append(self._quarantine("unknown_record_type", line, env.id))
             return
         try:
-            data = decoder.decode(env.data if env.data else b"{}")
-        except msgspec.DecodeError:
-            out.quarantined.append(self._quarantine("schema_mismatch", line, env.id))
+            data = decode_guarded(decoder.decode, env.data if env.data else b"{}")
+        except msgspec.DecodeError as exc:
+            reason = failure_reason(bytes(env.data or b""), exc)
+            out.quarantined.append(self._quarantine(reason, line, env.id))
             return
         rec = Recorder(KIND)
         try:

@@ -542,6 +542,12 @@ class _LegacyReader:
             mtu = _ms(mrow.get("time_updated")) or 0
             parts_here = sorted(by_message.get(mid, ()), key=lambda r: str(r["id"]))
             self.processed_messages.add(mid)
+            attribution = native.Attribution(None, None, ())
+            if not isinstance(msg, Malformed) and sid is not None:
+                try:
+                    attribution = native.attribution(msg.model, msg.modelID, msg.providerID)
+                except Malformed as exc:
+                    msg = exc
             if isinstance(msg, Malformed) or sid is None:
                 reason, fld = (msg.reason, msg.field) if isinstance(msg, Malformed) else ("schema_mismatch",
                                                                                           "session_id")
@@ -550,7 +556,6 @@ class _LegacyReader:
                     em.quarantine_row(sid, str(row["id"]), f"part:{_label(row['id'])}",
                                       _ms(row.get("time_updated")) or 0, "schema_mismatch", "message")
                 continue
-            attribution = native.attribution(msg.model, msg.modelID, msg.providerID)
             ambiguous = isinstance(msg.sessionID, str) and msg.sessionID != sid
             cwd = self.sessions.cwd(sid) or (msg.path.cwd if msg.path else None)
             mode = msg.agent or msg.mode
@@ -717,10 +722,10 @@ class _V2Reader:
                 continue
             try:
                 msg = native.decode_v2_message(row.get("data"))
+                attribution = native.attribution(msg.model, msg.modelID, msg.providerID)
             except Malformed as exc:
                 em.quarantine(base, exc.reason, exc.field)
                 continue
-            attribution = native.attribution(msg.model, msg.modelID, msg.providerID)
             ctx = Context(path=path, session_id=sid, row=label, record_id=rid, tu=tu, cwd=cwd,
                           attribution=attribution, mode=msg.agent,
                           session_ambiguous=isinstance(msg.sessionID, str) and msg.sessionID != sid)

@@ -15,7 +15,8 @@ job. Rules worth knowing (docs/sources/opencode.md has the full list):
   ``tokens`` are used only when the message has no ``step-finish`` part at all.
 * Model attribution is per message: user ``model{modelID, providerID}``, assistant scalar
   ``modelID``/``providerID``. Values that disagree make the field ambiguous (left empty);
-  a wrong JSON type fails the source atomically (``SourceError("schema")``).
+  a wrong JSON type quarantines the message and its parts (``schema_mismatch``, field
+  ``model``): one hostile row never blinds the sensor to the whole store (issue 15).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from typing import Any
 
 import msgspec
 
-from telltale.errors import SourceError
 from telltale.model import (
     BoundExceeded,
     Family,
@@ -40,6 +40,7 @@ from telltale.model import (
     make_observation,
     observation_id,
 )
+from telltale.readers.records import decode_guarded, failure_reason
 
 KIND = "opencode.sqlite"
 CLIENT = "opencode"
@@ -203,11 +204,14 @@ def _decode(decoder: msgspec.json.Decoder[Any], data: object, field: str) -> Any
     elif not isinstance(data, str):
         raise Malformed("schema_mismatch", field)
     try:
-        return decoder.decode(data)
-    except msgspec.ValidationError as exc:
-        raise Malformed("schema_mismatch", field) from exc
-    except (msgspec.DecodeError, UnicodeEncodeError) as exc:
-        raise Malformed("malformed_json", field) from exc
+        raw = data if isinstance(data, bytes) else data.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise Malformed("invalid_utf8", field) from exc
+    try:
+        return decode_guarded(decoder.decode, raw)
+    except msgspec.DecodeError as exc:
+        # schema_mismatch, number_out_of_range, nesting_too_deep, invalid_utf8, malformed_json
+        raise Malformed(failure_reason(raw, exc), field) from exc
 
 
 def decode_legacy_message(data: object) -> LegacyMessage:
@@ -227,7 +231,7 @@ def _model_string(value: object, what: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise SourceError("schema", f"{what} is not a string")
+        raise Malformed("schema_mismatch", what)
     return value or None
 
 
@@ -243,15 +247,15 @@ def attribution(model: object, model_id: object, provider_id: object) -> Attribu
     """Per-message model attribution from the nested and the scalar shapes.
 
     ``model`` is the user shape ``{modelID, providerID}`` (v2: ``{id, providerID}``);
-    ``model_id``/``provider_id`` the assistant scalars. A wrong type anywhere fails the
-    source (``SourceError("schema")``); disagreeing values leave the field empty and name
-    it in ``ambiguous``.
+    ``model_id``/``provider_id`` the assistant scalars. A wrong type anywhere raises
+    ``Malformed``; disagreeing values leave the field empty and name
+    it in ``ambiguous``. (``Malformed`` for a wrong type: the message is quarantined.)
     """
     nested_model: list[str | None] = []
     nested_provider: str | None = None
     if model is not None:
         if not isinstance(model, Mapping):
-            raise SourceError("schema", "message model is not an object")
+            raise Malformed("schema_mismatch", "model")
         nested_model.append(_model_string(model.get("modelID"), "model.modelID"))
         nested_model.append(_model_string(model.get("id"), "model.id"))
         nested_provider = _model_string(model.get("providerID"), "model.providerID")
@@ -340,7 +344,7 @@ def tool_exit_code(metadata: msgspec.Raw) -> int | None:
         return None
     try:
         return _tool_meta.decode(metadata).exit
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, RecursionError):
         return None
 
 
