@@ -14,6 +14,7 @@ import msgspec
 
 from telltale.model import BoundExceeded, Family, Provenance, iso_time
 from telltale.readers.jsonl import Line
+from telltale.readers.records import decode_guarded
 from telltale.sources._jsonl_driver import Out, Recorder, acquire_lines, decode_failure_reason, line_quarantine
 from telltale.sources.base import AcquireContext, Batch
 from telltale.sources.spec import Source
@@ -57,7 +58,7 @@ class _HistoryHandler:
             return
         out.records_read += 1
         try:
-            prompt = _decoder.decode(data)
+            prompt = decode_guarded(_decoder.decode, data)
         except msgspec.DecodeError as exc:
             out.quarantined.append(line_quarantine(KIND, self.source, line, decode_failure_reason(data, exc)))
             return

@@ -29,6 +29,7 @@ import msgspec
 
 from telltale.model import BoundExceeded, Family, Provenance, Quarantine, Stage, encode_arguments
 from telltale.readers.jsonl import Line
+from telltale.readers.records import decode_guarded
 from telltale.sources._jsonl_driver import Out, Recorder, acquire_lines, decode_failure_reason, line_quarantine
 from telltale.sources.base import AcquireContext, Batch
 from telltale.sources.cursor.layout import TRANSCRIPT_KIND, transcript_location
@@ -226,7 +227,7 @@ class _JsonlHandler:
             return
         out.records_read += 1
         try:
-            record = _decoder.decode(data)
+            record = decode_guarded(_decoder.decode, data)
         except msgspec.DecodeError as exc:
             out.quarantined.append(self.file.quarantine(line, decode_failure_reason(data, exc)))
             return
@@ -493,7 +494,7 @@ def _text_arguments(tool: str, body: list[str]) -> dict[str, Any] | str | None:
         return None
     try:
         value = _args_decoder.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         value = None
     if isinstance(value, dict):
         return value
