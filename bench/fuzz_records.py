@@ -347,6 +347,11 @@ class _Jsonl:
         mutated_lines = {i + 1 for i in chosen}
         tokens = set().union(*(self.links[i] for i in chosen))
         related = {n + 1 for n, links in enumerate(self.links) if links & tokens}
+        if 0 in chosen:
+            # The first line is a header where there is one (Codex session_meta): the
+            # records naming its id (a thread id) belong to it.
+            named = [t.encode() for t in self.links[0]]
+            related |= {n + 1 for n, line in enumerate(self.lines) if any(t in line for t in named)}
         try:
             self._check(tally, seed, mutated_lines | related, used, tokens)
         finally:

@@ -272,3 +272,20 @@ def test_fuzzed_real_shaped_lines_never_fail_a_source_or_lose_a_neighbour(fuzz: 
     assert tally.internal == 0, tally.failures
     assert tally.lost == 0, tally.failures
     assert tally.reasons[NESTING_TOO_DEEP] > 0 and tally.reasons["number_out_of_range"] > 0
+
+
+def test_an_over_bound_session_header_is_quarantined_alone(tmp_path: Path) -> None:
+    """Found by the fuzzer: an OpenClaw header whose id is over the string bound used to be
+    adopted, and every record after it was quarantined for carrying it."""
+    fixture = FIXTURES / "openclaw" / "agents" / "main" / "sessions"
+    name = next(p.name for p in fixture.iterdir() if p.name.startswith("claw-fixture-rotated"))
+    path = tmp_path / ".openclaw" / "agents" / "main" / "sessions" / name
+    path.parent.mkdir(parents=True)
+    clean = (fixture / name).read_bytes()
+    path.write_bytes(clean)
+    (source,) = discover(DiscoveryOptions(root=str(tmp_path), env={})).sources
+    before, _ = _acquire(source)
+    path.write_bytes(clean.replace(b'"claw-fixture-rotated"', b'"' + b"x" * 70_000 + b'"', 1))
+    after, quarantined = _acquire(source)
+    assert [(q.reason, q.line, q.field) for q in quarantined] == [("unbounded_value", 1, "session_id")]
+    assert [(o.provenance.line, o.family) for o in after] == [(o.provenance.line, o.family) for o in before][1:]

@@ -182,7 +182,11 @@ def test_watch_poll_mode_without_native_events(tmp_path: Path) -> None:
         assert "sample" in committed["trigger"]
         assert [s["kind"] for s in committed["sources"]] == ["opencode.sqlite"]
     time.sleep(0.05)
-    write_claude_session(home, "-work-q", "sess-2", 1)
+    # The project directory appears with its transcript in it (one rename): a poll between
+    # the mkdir and the write would otherwise rediscover an empty directory (a race that
+    # loaded machines lose).
+    write_claude_session(tmp_path / "staging", "-work-q", "sess-2", 1)
+    os.replace(tmp_path / "staging" / ".claude" / "projects" / "-work-q", home / ".claude" / "projects" / "-work-q")
     created = w.summary()
     assert "rediscovery" in created["trigger"] and "sample" in created["trigger"]
     assert w.finish() == 0

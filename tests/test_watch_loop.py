@@ -119,7 +119,9 @@ def test_WATCH_17_newly_indexed_sqlite_store_gets_one_conservative_scan(tmp_path
     _, found, conservative = rec.requests
     db = str(data / "opencode.db")
     assert "rediscovery" in found.triggers and [s.path for s in found.sources] == [db]
-    assert conservative.triggers == ["conservative"] and [s.path for s in conservative.sources] == [db]
+    # A native event of the build that arrives late (a loaded machine) may join it.
+    assert conservative.triggers[0] == "conservative" and set(conservative.triggers) <= {"conservative", "native"}
+    assert [s.path for s in conservative.sources] == [db]
     assert conservative.iteration == 2  # it used up an iteration (WATCH-17)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import operator
 import os
 import sys
+import threading
 import time
 import traceback
 import uuid
@@ -27,6 +28,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from telltale import faults
 from telltale.errors import OutputError, SourceError, StateError, UnsupportedSource
 from telltale.events.activity import activity_lines
 from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now
@@ -38,15 +40,24 @@ from telltale.events.health import (
     source_unsupported,
     state_reset,
 )
+from telltale.events.loss import (
+    QUARANTINE_EVENTS_PER_SOURCE,
+    quarantine_aggregate,
+    record_quarantined,
+    scan_interrupted,
+    source_removed,
+    source_reset,
+)
 from telltale.index import schema as index_schema
 from telltale.index.documents import event_id_of
 from telltale.index.upkeep import index_window
 from telltale.model import Observation, Quarantine
 from telltale.normalize.stage import normalize_batch
+from telltale.readers.jsonl import Restart, decode_cursor, encode_cursor
 from telltale.sinks import outbox
 from telltale.sinks.jsonl import JsonlSink
 from telltale.sources.base import AcquireContext, HistoryMode, SourceHealth
-from telltale.sources.registry import adapter_for, unsupported_reason
+from telltale.sources.registry import adapter_for, spec_for, unsupported_reason
 from telltale.sources.spec import Source
 from telltale.state import CursorUpdate, PendingWindow, StateStore, source_key
 
@@ -165,9 +176,11 @@ class ScanResult:
     discovery_errors: list[dict[str, str]]
     recovered: str | None = None
     dry_run: bool = False
+    #: Set when SIGINT/SIGTERM stopped the scan: signal, sources done, sources selected.
+    interrupted: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "scan_id": self.scan_id,
             "dry_run": self.dry_run,
             "sources_scanned": sum(1 for s in self.sources if s.status not in ("unchanged", "unsupported")),
@@ -186,6 +199,9 @@ class ScanResult:
             "recovered_window": self.recovered,
             "sources": [s.as_dict() for s in self.sources if s.status != "unchanged"],
         }
+        if self.interrupted is not None:
+            out["interrupted"] = self.interrupted
+        return out
 
 
 #: Prefix of a reported unsupported source's reason once an adapter read it after all.
@@ -229,6 +245,8 @@ class _Window:
         self.windows: dict[str, bytes] = {}
         #: Unsupported sources reported in this window (source key -> reason).
         self.unsupported: dict[str, str] = {}
+        #: State ``meta`` entries installed with this window's cursors (``None`` deletes).
+        self.meta: dict[str, bytes | None] = {}
         self.sources = 0
 
     def add(self, items: list[Item]) -> None:
@@ -247,7 +265,7 @@ class _Window:
         self.size += sum(map(len, lines)) + len(lines)
 
     def empty(self) -> bool:
-        return not self.lines and not self.cursors and not self.windows and not self.unsupported
+        return not self.lines and not self.cursors and not self.windows and not self.unsupported and not self.meta
 
 
 class Scanner:
@@ -276,6 +294,10 @@ class Scanner:
             self.state = _read_only_state(options.state_path)
         #: Set when the outbox was full for a window (its events stay in the JSONL log only).
         self.outbox_full = False
+        #: Set (by a signal handler) to stop the scan at the next batch or source boundary;
+        #: what was read up to there is committed. ``stop_signal`` names the signal.
+        self.stop = threading.Event()
+        self.stop_signal: str | None = None
         self._writer: ThreadPoolExecutor | None = None
         #: The window being written: its write, its intent, and what its commit also does.
         self._inflight: tuple[Future[int], PendingWindow, Callable[[Any], None]] | None = None
@@ -336,7 +358,15 @@ class Scanner:
         emitted = 0
         detections_total = 0
         errors: list[dict[str, Any]] = []
-        for source in selected:
+        stop = self.stop
+        interrupted_at: int | None = None
+        removed = (self.state.meta_prefixed(REMOVED_PREFIX)
+                   if use_cursors and self.state is not None and not opts.dry_run else {})
+        for index, source in enumerate(selected):
+            if stop.is_set():
+                interrupted_at = index
+                break
+            faults.hit("source")
             report = SourceReport(kind=source.kind, client=source.client, path=source.path)
             reports.append(report)
             key = source_key(source.kind, source.path)
@@ -354,14 +384,22 @@ class Scanner:
             if self.detector is not None:
                 self.detector.prepare()  # a LazyDetector is built here, never inside a source's try
             cursor = self.state.cursor(source.kind, source.path) if (self.state and use_cursors) else None
+            if REMOVED_PREFIX + key in removed:
+                # Back after it was reported removed (restored from a backup: a new inode).
+                # Its bytes decide whether the cursor still holds, not its identity; the
+                # mark is cleared, so a later removal is reported again.
+                cursor = _restored_cursor(cursor, source)
+                window.meta[REMOVED_PREFIX + key] = None
             staged = _Window()  # this source's events, not yet in the window
             staged_cursor: bytes | None = None
             staged_windows: dict[str, Any] = {}
             looked_up: set[str] = set()  # session keys already looked for in the state
             flushing = False  # an error while writing is the scan's, not this source's
+            overflow = _QuarantineOverflow()  # quarantines past the first ones, counted
             try:
                 adapter = adapter_for(source.kind)
                 for batch in adapter.acquire(source, cursor, ctx):
+                    faults.hit("batch")
                     report.records_read += batch.records_read
                     report.other_records += batch.other_records
                     report.bytes_read += batch.bytes_read
@@ -370,6 +408,11 @@ class Scanner:
                         report.status = "partial"
                     if batch.revisit:
                         fp = None  # read it again next time, changed or not
+                    if not opts.dry_run:
+                        if batch.reset is not None:
+                            staged.add([_item(_reset_event(source, batch.reset))])
+                        if batch.quarantined:
+                            staged.add(self._quarantine_events(source, report, batch.quarantined, overflow))
                     self._quarantine(report, batch.quarantined)
                     if batch.health and not opts.dry_run:
                         staged.add([_item(self._source_health(source, h)) for h in batch.health])
@@ -394,6 +437,11 @@ class Scanner:
                         flushing = False
                         window = _Window()
                         staged, staged_windows, looked_up = _Window(), {}, set()
+                    if stop.is_set():
+                        # Interrupted: keep what was read up to this batch's resumable cursor.
+                        interrupted_at = index
+                        report.status = "partial"
+                        break
             except UnsupportedSource as exc:  # the adapter recognised a store it cannot read
                 staged, staged_windows = _Window(), {}
                 self._unsupported(window, report, source, key, exc.reason, reported)
@@ -427,6 +475,8 @@ class Scanner:
                         report.status = "partial"
                     elif report.observations == 0 and report.records_read == 0:
                         report.status = "empty"
+                if overflow.counts and not opts.dry_run:
+                    staged.add([_item(overflow.event(source, utc_now()))])
                 self._stage_into(window, source, key, staged, staged_cursor, fp, staged_windows, use_cursors)
                 detections_total += report.detections
                 if not opts.dry_run and (window.size >= opts.window_bytes or window.sources >= WINDOW_SOURCES):
@@ -434,6 +484,8 @@ class Scanner:
                     window = _Window()
             if self.progress is not None:
                 self.progress("source", 1)
+            if interrupted_at is not None:
+                break
 
         duration = time.monotonic() - started
         observed = utc_now()
@@ -451,9 +503,23 @@ class Scanner:
         self._settle()
         health.extend(self._alerts(scan_id, reports, errors, duration, observed))
         extra_commit: Callable[[Any], None] | None = None
-        if self.extra_events is not None and not opts.dry_run:
-            extra_docs, extra_commit = self.extra_events(self.state, observed)
-            health.extend(extra_docs)
+        prune: list[str] = []
+        if interrupted_at is None and not opts.dry_run:
+            if use_cursors and not opts.targeted and self.state is not None:
+                removed_docs, marks, prune = self._removed_sources(sources, observed)
+                health.extend(removed_docs)
+                window.meta.update(marks)
+            if self.extra_events is not None:
+                extra_docs, extra_commit = self.extra_events(self.state, observed)
+                health.extend(extra_docs)
+        interrupted: dict[str, Any] | None = None
+        if interrupted_at is not None:
+            interrupted = {"signal": self.stop_signal or "signal", "sources_done": interrupted_at,
+                           "sources_total": len(selected)}
+            if not opts.dry_run:
+                health.append(scan_interrupted(scan_id=scan_id, signal_name=interrupted["signal"],
+                                               sources_done=interrupted_at, sources_total=len(selected),
+                                               observed_at=observed))
         quarantined = sum(r.quarantined for r in reports)
         result = ScanResult(
             scan_id=scan_id,
@@ -466,6 +532,7 @@ class Scanner:
             discovery_errors=list(discovery_errors),
             recovered=recovered,
             dry_run=opts.dry_run,
+            interrupted=interrupted,
         )
         if not opts.dry_run:
             # Everything still in the window, the health events and the summary itself.
@@ -475,6 +542,8 @@ class Scanner:
             health.append(scan_summary(scan_id=scan_id, summary=_summary_for_event(summary), observed_at=observed))
             window.add([_item(doc) for doc in health])
             self._flush(window, extra_commit, wait=True)
+            if prune and self.state is not None:
+                self.state.prune_sources(prune)
         else:
             result.emitted_count = 0
         return result
@@ -567,6 +636,58 @@ class Scanner:
         )
         window.add([_item(doc)])
         window.unsupported[key] = reported[key] = reason
+    def _quarantine_events(
+        self, source: Source, report: SourceReport, items: Sequence[Quarantine], overflow: _QuarantineOverflow
+    ) -> list[Item]:
+        """``record_quarantined`` events: the first ones of the source and run one by one,
+        the rest counted into ``overflow`` (one aggregate event when the source ends)."""
+        observed = utc_now()
+        room = max(QUARANTINE_EVENTS_PER_SOURCE - report.quarantined, 0)
+        out = [_item(record_quarantined(q, client=source.client, observed_at=observed)) for q in items[:room]]
+        for q in items[room:]:
+            overflow.add(q)
+        return out
+
+    def _removed_sources(
+        self, sources: Sequence[Source], observed: str
+    ) -> tuple[list[dict[str, Any]], dict[str, bytes | None], list[str]]:
+        """Sources with a cursor that are gone from disk: one ``source_removed`` each.
+
+        A removal is marked in the state (``removed:<key>``, installed with the window that
+        writes the event) so it is reported once; the cursor row stays, so a restored file
+        is not read again from its start. Marks older than ``REMOVED_RETENTION`` are
+        pruned with their cursor rows. Sources not found by this discovery but still on
+        disk (another root, ``--client``) are not removed.
+        """
+        assert self.state is not None
+        found = {source_key(s.kind, s.path) for s in sources}
+        marks = self.state.meta_prefixed(REMOVED_PREFIX)
+        now = time.time()
+        prune = [k[len(REMOVED_PREFIX):] for k, v in marks.items() if now - _float(v) > REMOVED_RETENTION]
+        docs: list[dict[str, Any]] = []
+        meta: dict[str, bytes | None] = {}
+        for key, kind, path in self.state.cursor_keys():
+            if key in found or REMOVED_PREFIX + key in marks:
+                continue
+            try:
+                os.lstat(path)
+                continue
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+            except OSError:
+                continue  # not readable is not gone
+            row = self.state.cursor_row(key)
+            if row is None:
+                continue
+            cursor, updated = row
+            jsonl = decode_cursor(cursor)
+            docs.append(source_removed(
+                kind=kind, client=_client_of(kind), path=path, cursor=cursor,
+                last_offset=jsonl.offset if jsonl else None, last_line=jsonl.line if jsonl else None,
+                last_scanned_at=_iso(updated), observed_at=observed,
+            ))
+            meta[REMOVED_PREFIX + key] = repr(now).encode()
+        return docs, meta, prune
 
     def _source_health(self, source: Source, health: SourceHealth) -> dict[str, Any]:
         return source_health(
@@ -667,6 +788,9 @@ class Scanner:
             end_size=size + (payload_size if window.lines else 0),
             cursors=list(window.cursors.values()),
             windows=window.windows,
+            # State that suppresses re-emission travels with the intent, so ``recover``
+            # installs it with the cursors (the inventory digest, removal marks).
+            meta={**window.meta, **getattr(extra_commit, "meta", {})},
         )
         self.state.begin_window(pending)
         fingerprints = window.fingerprints
@@ -824,6 +948,75 @@ class Scanner:
                 )
             )
         return alerts
+
+
+#: ``meta`` key prefix marking a source reported removed (value: when, epoch seconds).
+REMOVED_PREFIX = "removed:"
+#: How long a removed source's cursor row is kept (a restored file is not re-read).
+REMOVED_RETENTION = 30 * 86_400.0
+
+
+class _QuarantineOverflow:
+    """Quarantines of one source and run past the individually reported ones."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.first: Quarantine | None = None
+        self.last: Quarantine | None = None
+
+    def add(self, q: Quarantine) -> None:
+        self.counts[q.reason] = self.counts.get(q.reason, 0) + 1
+        if self.first is None:
+            self.first = q
+        self.last = q
+
+    def event(self, source: Source, observed: str) -> dict[str, Any]:
+        assert self.first is not None and self.last is not None
+        return quarantine_aggregate(self.first, self.last, self.counts, client=source.client, observed_at=observed)
+
+
+def _reset_event(source: Source, restart: Restart) -> dict[str, Any]:
+    return source_reset(
+        kind=source.kind, client=source.client, path=source.path, reason=restart.reason,
+        previous_offset=restart.previous_offset, previous_size=restart.previous_size, size=restart.size,
+        previous_head=restart.previous_head, head=restart.head, previous_inode=restart.previous_inode,
+        inode=restart.inode, observed_at=utc_now(),
+    )
+
+
+def _restored_cursor(cursor: bytes | None, source: Source) -> bytes | None:
+    """A JSONL cursor carried over to the restored file's identity (head and tail
+    fingerprints still have to match); any other cursor as it is."""
+    prior = decode_cursor(cursor)
+    if prior is None:
+        return cursor
+    try:
+        st = os.stat(source.path, follow_symlinks=False)
+    except OSError:
+        return cursor
+    return encode_cursor(msgspec.structs.replace(prior, device=st.st_dev, inode=st.st_ino))
+
+
+def _client_of(kind: str) -> str:
+    try:
+        return spec_for(kind).client
+    except KeyError:
+        return kind.partition(".")[0]
+
+
+def _float(raw: bytes) -> float:
+    try:
+        return float(raw.decode())
+    except (UnicodeDecodeError, ValueError):
+        return 0.0
+
+
+def _iso(epoch: float | None) -> str | None:
+    if not epoch:
+        return None
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(epoch, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 class _IdEvent(msgspec.Struct):

@@ -11,6 +11,11 @@ A scan killed between 1 and 3 leaves the intent behind. ``recover`` then looks a
 JSONL file: if the whole write is there, the cursors are installed (the events are
 already durable); otherwise the file is cut back to its size before the write and the
 cursors stay. Either way no event is lost or written twice.
+
+Everything else that suppresses re-emission travels with the intent too: the window's
+``meta`` entries (the inventory digest, source-removal marks) are recorded in step 1 and
+installed with the cursors, by ``commit_window`` or by ``recover``. State that only
+decided *whether* to emit, written after the events, would re-emit them after a kill.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import msgspec
 
+from telltale import faults
 from telltale.errors import StateError
 
 #: The recovery step for a state database that cannot be used any more.
@@ -67,6 +73,10 @@ CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS pending_meta (
+    key TEXT PRIMARY KEY,
+    value BLOB
+);
 """
 
 
@@ -85,11 +95,41 @@ class PendingWindow(msgspec.Struct, frozen=True):
     end_size: int
     cursors: list[CursorUpdate]
     windows: dict[str, bytes]
+    #: ``meta`` entries installed with the cursors (``None`` deletes the key).
+    meta: dict[str, bytes | None] = {}
 
 
 _cursor_list = msgspec.msgpack.Decoder(list[CursorUpdate])
 _window_map = msgspec.msgpack.Decoder(dict[str, bytes])
 _pack = msgspec.msgpack.Encoder()
+
+
+_SET_META = "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value"
+
+
+class WindowCommit:
+    """A step's share of a window's commit: ``meta`` entries, then ``after(conn)``.
+
+    The pipeline also records ``meta`` with the window's intent, so a window finished by
+    :meth:`StateStore.recover` after a kill installs it too (installing it twice is
+    harmless). ``after`` is for what only lives in memory.
+    """
+
+    __slots__ = ("after", "meta")
+
+    def __init__(self, meta: dict[str, bytes | None], after: Callable[[Any], None] | None = None) -> None:
+        self.meta = meta
+        self.after = after
+
+    def __call__(self, conn: Any) -> None:
+        if conn is not None:
+            for key, value in self.meta.items():
+                if value is None:
+                    conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+                else:
+                    conn.execute(_SET_META, (key, value))
+        if self.after is not None:
+            self.after(conn)
 
 
 def source_key(kind: str, path: str) -> str:
@@ -240,6 +280,23 @@ class StateStore:
         ).fetchone()
         return bytes(row[0]) if row else None
 
+    def cursor_keys(self) -> list[tuple[str, str, str]]:
+        """Every cursor row's key, kind and path (not the cursors themselves)."""
+        rows = self.conn.execute("SELECT source_key, kind, path FROM cursors").fetchall()
+        return [(str(k), str(kind), str(p)) for k, kind, p in rows]
+
+    def cursor_row(self, key: str) -> tuple[bytes, float] | None:
+        """One source's cursor and when it was last committed."""
+        row = self.conn.execute("SELECT cursor, updated_at FROM cursors WHERE source_key = ?", (key,)).fetchone()
+        return (bytes(row[0]), float(row[1])) if row else None
+
+    def prune_sources(self, keys: Iterable[str]) -> None:
+        """Forget removed sources: their cursor rows and removal marks."""
+        keys = list(keys)
+        with self.transaction() as conn:
+            conn.executemany("DELETE FROM cursors WHERE source_key = ?", [(k,) for k in keys])
+            conn.executemany("DELETE FROM meta WHERE key = ?", [("removed:" + k,) for k in keys])
+
     @_guarded
     def cursor_count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM cursors").fetchone()[0])
@@ -274,10 +331,21 @@ class StateStore:
         return bytes(row[0]) if row else None
 
     def set_meta(self, conn: sqlite3.Connection, key: str, value: bytes) -> None:
-        conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-            (key, value),
-        )
+        conn.execute(_SET_META, (key, value))
+
+    def meta_prefixed(self, prefix: str) -> dict[str, bytes]:
+        """Every ``meta`` entry whose key starts with ``prefix``."""
+        rows = self.conn.execute(
+            "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix)
+        ).fetchall()
+        return {str(k): bytes(v) for k, v in rows}
+
+    def _install_meta(self, conn: sqlite3.Connection, meta: dict[str, bytes | None]) -> None:
+        for key, value in meta.items():
+            if value is None:
+                conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                self.set_meta(conn, key, value)
 
     # -- write-ahead windows -------------------------------------------------------
     def begin_window(self, pending: PendingWindow) -> None:
@@ -295,21 +363,29 @@ class StateStore:
                     _pack.encode(pending.windows),
                 ),
             )
+            conn.execute("DELETE FROM pending_meta")
+            conn.executemany("INSERT INTO pending_meta(key, value) VALUES (?, ?)", list(pending.meta.items()))
+        faults.hit("begin")
 
     def commit_window(self, pending: PendingWindow, extra: Any = None) -> None:
         """Install the window's cursors and clear the intent; ``extra(conn)`` joins the transaction."""
         with self.transaction() as conn:
             self._install(conn, pending.cursors, pending.windows)
+            self._install_meta(conn, pending.meta)
             conn.execute("DELETE FROM pending_window WHERE id = 1")
             conn.execute(
                 "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (META_INITIALISED, str(time.time()).encode())
             )
+            conn.execute("DELETE FROM pending_meta")
             if extra is not None:
                 extra(conn)
+            faults.hit("commit")
+        faults.hit("committed")
 
     def abandon_window(self) -> None:
         with self.transaction() as conn:
             conn.execute("DELETE FROM pending_window WHERE id = 1")
+            conn.execute("DELETE FROM pending_meta")
 
     @_guarded
     def pending(self) -> PendingWindow | None:
@@ -319,6 +395,8 @@ class StateStore:
         ).fetchone()
         if row is None:
             return None
+        meta = {str(k): (bytes(v) if v is not None else None)
+                for k, v in self.conn.execute("SELECT key, value FROM pending_meta")}
         return PendingWindow(
             log_path=row[0],
             log_device=row[1],
@@ -327,6 +405,7 @@ class StateStore:
             end_size=row[4],
             cursors=_cursor_list.decode(row[5]),
             windows=_window_map.decode(row[6]),
+            meta=meta,
         )
 
     @_guarded
@@ -351,6 +430,7 @@ class StateStore:
                 with open(pending.log_path, "rb") as fh:
                     fh.seek(pending.start_size)
                     data = fh.read(pending.end_size - pending.start_size)
+            faults.hit("recover")
             self.commit_window(pending, extra_for(pending, data) if extra_for is not None else None)
             return "committed"
         if same_file and st.st_size > pending.start_size:

@@ -65,14 +65,31 @@ def register(sub: Any) -> None:
 
 
 class _Stop:
-    """SIGINT/SIGTERM ask the loop to stop after the current scan's write."""
+    """SIGINT/SIGTERM stop the scan at its next batch or source boundary (what was read up
+    to there is committed) and the loop after it. A second signal acts at once."""
 
     def __init__(self) -> None:
         self.event = threading.Event()
+        self.scanner: Any = None
+        self.signum: int | None = None
 
     def install(self) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: self.event.set())
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        self.signum = signum
+        self.event.set()
+        scanner = self.scanner
+        if scanner is not None:
+            scanner.stop_signal = signal.Signals(signum).name
+            scanner.stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+#: Exit codes of a scan stopped by a signal (128 + signal number, as shells report them).
+_INTERRUPTED_EXIT = {"SIGINT": ExitCode.SIGINT, "SIGTERM": ExitCode.SIGTERM}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,16 +114,16 @@ def run(args: argparse.Namespace) -> int:
     )
     detector = load_detector(args)
     stop = _Stop()
-    if args.interval_seconds is not None:
-        stop.install()
+    stop.install()
     iteration = 0
     while True:
         iteration += 1
         if args.interval_seconds is None:
-            return _one_scan(args, options, detector, delivery, wait=args.wait_lock or 0.0)
+            return _one_scan(args, options, detector, delivery, stop, wait=args.wait_lock or 0.0)
         try:
             # A periodic scan waits for another writer (a cron scan, a watch) to finish.
-            code = _one_scan(args, options, detector, delivery, wait=args.wait_lock, stop=stop.event.is_set)
+            code = _one_scan(args, options, detector, delivery, stop, wait=args.wait_lock,
+                             stop_waiting=stop.event.is_set)
         except StateLocked as exc:
             if stop.event.is_set():
                 return ExitCode.OK
@@ -125,15 +142,17 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def _one_scan(
-    args: argparse.Namespace, options: Any, detector: Any, delivery: Any, *, wait: float | None,
-    stop: Any = None,
+    args: argparse.Namespace, options: Any, detector: Any, delivery: Any, stop: _Stop, *, wait: float | None,
+    stop_waiting: Any = None,
 ) -> int:
     discovery = checked_discovery(args, options)
-    with state_lock(options.state_path, _command(args), dry_run=options.dry_run, wait=wait, stop=stop):
-        return _locked_scan(args, options, detector, delivery, discovery)
+    with state_lock(options.state_path, _command(args), dry_run=options.dry_run, wait=wait, stop=stop_waiting):
+        return _locked_scan(args, options, detector, delivery, discovery, stop)
 
 
-def _locked_scan(args: argparse.Namespace, options: Any, detector: Any, delivery: Any, discovery: Any) -> int:
+def _locked_scan(
+    args: argparse.Namespace, options: Any, detector: Any, delivery: Any, discovery: Any, stop: _Stop
+) -> int:
     for issue in discovery.errors:
         print(f"telltale: discovery: {issue.reason}: {issue.path}", file=sys.stderr)
     if not discovery.sources and not discovery.errors:
@@ -147,6 +166,10 @@ def _locked_scan(args: argparse.Namespace, options: Any, detector: Any, delivery
     extra = _inventory_hook(args)
     progress = _Progress(discovery.sources) if show_progress else None
     scanner = make_scanner(options, detector, extra_events=extra, progress=progress.tick if progress else None)
+    stop.scanner = scanner
+    if stop.event.is_set():
+        scanner.stop_signal = signal.Signals(stop.signum or signal.SIGINT).name
+        scanner.stop.set()
     try:
         if progress is not None:
             with progress:
@@ -154,11 +177,20 @@ def _locked_scan(args: argparse.Namespace, options: Any, detector: Any, delivery
         else:
             result = scanner.scan(discovery.sources, discovery_errors=errors)
         delivered: dict[str, Any] = {}
-        if options.remote_sinks:
+        if options.remote_sinks and result.interrupted is None:
             delivered = deliver_after_scan(delivery, scanner, options.state_path, seconds=args.delivery_seconds)
     finally:
+        stop.scanner = None
         scanner.close()
     _print_summary(result, as_json=args.json or not is_tty(sys.stdout), delivery=delivered)
+    if result.interrupted is not None:
+        done, total = result.interrupted["sources_done"], result.interrupted["sources_total"]
+        print(
+            f"telltale: interrupted after {done}/{total} stores; everything written is committed; "
+            "run the same command to continue",
+            file=sys.stderr,
+        )
+        return _INTERRUPTED_EXIT.get(result.interrupted["signal"], ExitCode.SIGINT)
     if discovery.errors and not discovery.sources:
         # Nothing usable, only rejected or unreadable candidates: the run could not do its job.
         print(

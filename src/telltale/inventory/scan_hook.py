@@ -22,8 +22,10 @@ from typing import Any, Protocol
 
 import msgspec
 
+from telltale import faults
 from telltale.inventory.model import InventorySnapshot
 from telltale.inventory.snapshot import DEFAULT_INVENTORY_INTERVAL, inventory_due, take_inventory
+from telltale.state import WindowCommit
 
 META_DIGEST = "inventory.digest"
 META_LAST_RUN = "inventory.last_run"
@@ -85,21 +87,25 @@ class InventoryEmitter:
         if not inventory_due(last_run, now, self.interval):
             return [], None
         snap = self.snapshot()
+        faults.hit("inventory")
         digest = snap.digest()
         emit = digest != last_digest
 
-        def commit(conn: Any) -> None:
-            # Runs inside the transaction that commits the events: both or neither.
+        def remember(_conn: Any) -> None:
             self._last_run = now
-            if state is not None:
-                state.set_meta(conn, META_LAST_RUN, repr(now).encode())
-                if emit:
-                    state.set_meta(conn, META_DIGEST, digest.encode())
             if emit:
                 self._digest = digest
 
+        # The digest is installed with the window that writes the events — by its commit,
+        # or by the recovery of that window after a kill — never after them: a digest
+        # recorded later would let a killed scan's successor emit the same inventory again.
+        meta: dict[str, bytes | None] = {}
+        if state is not None:
+            meta[META_LAST_RUN] = repr(now).encode()
+            if emit:
+                meta[META_DIGEST] = digest.encode()
         events = inventory_events(snap, observed_at=observed_at, previous_digest=last_digest) if emit else []
-        return events, commit
+        return events, WindowCommit(meta, remember)
 
 
 def inventory_events(

@@ -57,6 +57,24 @@ class Line(msgspec.Struct, frozen=True):
     length: int
 
 
+class Restart(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a file with a cursor is read again from 0, and what the cursor knew of it.
+
+    ``reason``: ``truncated`` (smaller than the committed offset), ``head_changed`` or
+    ``tail_changed`` (bytes before the offset differ), ``identity_changed`` (another file
+    at the path). Reported as ``source_truncated`` / ``source_rewritten`` events.
+    """
+
+    reason: str
+    previous_offset: int
+    previous_size: int
+    previous_head: str
+    previous_inode: int
+    size: int
+    head: str
+    inode: int
+
+
 class _WireCursor(JsonlCursor, kw_only=True, omit_defaults=True):
     """Decoding form: msgspec can decode ``Raw`` but not ``Raw | None``."""
 
@@ -128,6 +146,7 @@ class JsonlReader:
         self.start_offset = 0
         self.start_line = 0
         self.restarted: str | None = None
+        self._restart_reported = False
         self.head = ""
         self.head_len = 0
         self.partial_tail = False  # a final line without newline was left for later
@@ -297,6 +316,23 @@ class JsonlReader:
                 else:
                     pieces.append(chunk[start:])
         self.partial_tail = bool(pieces) or skipping_from >= 0
+
+    def take_restart(self) -> Restart | None:
+        """The restart of this read, once (for the first batch an adapter yields)."""
+        prior = self._prior
+        if self.restarted is None or prior is None or self._restart_reported:
+            return None
+        self._restart_reported = True
+        return Restart(
+            reason=self.restarted,
+            previous_offset=prior.offset,
+            previous_size=max(prior.size, prior.offset),
+            previous_head=prior.head,
+            previous_inode=prior.inode,
+            size=self.size,
+            head=self.head,
+            inode=self.inode,
+        )
 
     def cursor(self, end_offset: int, end_line: int, carry: bytes | None = None) -> JsonlCursor:
         """Cursor resuming after byte ``end_offset`` (just past a newline) and line ``end_line``.

@@ -13,6 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from telltale import faults
 from telltale.errors import OutputError
 
 DEFAULT_MAX_SIZE = 100 * 1024 * 1024
@@ -149,8 +150,10 @@ class JsonlSink:
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
-                written = _write_lines(fd, lines)
+                written = faults.write("write", fd, lines, _write_lines)
+                faults.hit("fsync")
                 os.fsync(fd)
+                faults.hit("written")
             finally:
                 os.close(fd)
         except OSError as exc:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
 
+from telltale import faults
 from telltale.sinks import ItemResult, Outcome, RemoteSink, SendResult, bounded_reason
 
 #: Queued states count against the capacity; dead letters have their own bound.
@@ -96,6 +97,7 @@ def enqueue(
     is already queued, dead or recently acknowledged is left alone, so replaying a scan
     does not deliver twice. Items for a blocked sink are queued as ``blocked``.
     """
+    faults.hit("enqueue")
     if not sink_names or not events:
         return 0
     stamp = time.time() if now is None else now

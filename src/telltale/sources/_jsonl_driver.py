@@ -103,7 +103,9 @@ def acquire_lines(
             if window_bytes >= batch_bytes:
                 offset, number = handler.resume_point() or (end_offset, end_line)
                 raw = encode_cursor(reader.cursor(offset, number, carry=handler.carry()))
-                yield _batch(out, raw, reader.bytes_read - bytes_mark)
+                batch = _batch(out, raw, reader.bytes_read - bytes_mark)
+                batch.reset = reader.take_restart()
+                yield batch
                 bytes_mark = reader.bytes_read
                 out, window_bytes = Out(), 0
         handler.finish(out)
@@ -113,6 +115,7 @@ def acquire_lines(
         batch = _batch(out, raw, reader.bytes_read - bytes_mark)
         batch.partial = reader.partial_tail or held is not None
         batch.revisit = revisit is not None and revisit()
+        batch.reset = reader.take_restart()
         yield batch
 
 

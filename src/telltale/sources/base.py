@@ -19,6 +19,7 @@ from typing import Protocol
 import msgspec
 
 from telltale.model import Observation, Quarantine
+from telltale.readers.jsonl import Restart
 from telltale.sources.spec import Source
 
 
@@ -74,6 +75,9 @@ class Batch(msgspec.Struct, kw_only=True):
     revisit: bool = False
     #: Health events about the source, committed with this batch's cursor.
     health: list[SourceHealth] = []
+    #: Set on the first batch of an append-only source read again from 0 although it had
+    #: a cursor (truncated, rewritten or replaced): the pipeline reports it.
+    reset: Restart | None = None
 
 
 class Adapter(Protocol):

@@ -1306,6 +1306,7 @@ class ClaudeAdapter:
                     batch.bytes_read = cut_offset - start
                     start = cut_offset
                     limit = start + batch_bytes - 1
+                    batch.reset = reader.take_restart()
                     yield batch
                 last = line
                 if line.offset + line.length >= limit:
@@ -1315,7 +1316,9 @@ class ClaudeAdapter:
                         scan.flush()
                         scan.cut_wanted = False
                         raw = encode_cursor(reader.cursor(end_offset, end_line, carry=scan.carry()))
-                        yield scan.take(window, raw)
+                        batch = scan.take(window, raw)
+                        batch.reset = reader.take_restart()
+                        yield batch
                         start = end_offset
                         limit = start + batch_bytes - 1
                     else:
@@ -1326,4 +1329,5 @@ class ClaudeAdapter:
             raw = encode_cursor(reader.cursor(end_offset, end_line, carry=scan.carry()))
             batch = scan.take(end_offset - start, raw)
             batch.partial = reader.partial_tail
+            batch.reset = reader.take_restart()
             yield batch

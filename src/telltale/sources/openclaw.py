@@ -19,6 +19,7 @@ import msgspec
 
 from telltale.errors import SourceError
 from telltale.model import (
+    STRING_BOUND,
     BoundExceeded,
     Family,
     Provenance,
@@ -358,6 +359,13 @@ class EntryMapper:
     # -- entry kinds ---------------------------------------------------------------------
     def _header(self, entry: _SessionHeader, pos: Position, out: Out) -> None:
         native = entry.id
+        for name, value in (("session_id", native), ("cwd", entry.cwd)):
+            if isinstance(value, str) and len(value.encode("utf-8", "surrogatepass")) > STRING_BOUND:
+                # Quarantined by itself and not adopted: every record after it would carry
+                # the over-bound identity and be quarantined too.
+                err = BoundExceeded(name, STRING_BOUND, len(value.encode("utf-8", "surrogatepass")))
+                out.quarantined.append(self.quarantine("unbounded_value", pos, None, err))
+                return
         if native is not None:
             if self.pinned_session is not None and native != self.pinned_session:
                 raise SourceError("identity_conflict", f"session header disagrees with its row at {pos.fallback}")

@@ -35,6 +35,7 @@ from telltale.errors import ConfigError
 from telltale.events.envelope import path_hash
 from telltale.events.health import operational_alert
 from telltale.sources.spec import Source
+from telltale.state import WindowCommit
 from telltale.watch.native import (
     DEFAULT_MAX_WATCHES,
     Drained,
@@ -144,7 +145,8 @@ class AlertQueue:
                     if entry in self._queued:
                         self._queued.remove(entry)
 
-            return docs, commit
+            # The inner step's state still travels with the window's intent.
+            return docs, WindowCommit(dict(getattr(inner_commit, "meta", {})), commit)
 
         return events
 

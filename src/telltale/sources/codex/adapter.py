@@ -1400,13 +1400,17 @@ class CodexAdapter:
                     if line.offset + line.length >= limit:
                         end_offset, end_line = line.offset + line.length + 1, line.number
                         cur = reader.cursor(end_offset, end_line, carry=rollout.carry())
-                        yield rollout.take(cur, end_offset - start, partial=False)
+                        batch = rollout.take(cur, end_offset - start, partial=False)
+                        batch.reset = reader.take_restart()
+                        yield batch
                         start = end_offset
                         limit = start + batch_bytes - 1
                 if last is not None:
                     end_offset, end_line = last.offset + last.length + 1, last.number
                 cur = reader.cursor(end_offset, end_line, carry=rollout.carry())
-                yield rollout.take(cur, end_offset - start, partial=reader.partial_tail)
+                batch = rollout.take(cur, end_offset - start, partial=reader.partial_tail)
+                batch.reset = reader.take_restart()
+                yield batch
         except zstandard.ZstdError as exc:
             raise SourceError("unreadable", "compressed rollout is not a valid zstd stream") from exc
         except OSError as exc:
