@@ -289,3 +289,19 @@ def test_an_over_bound_session_header_is_quarantined_alone(tmp_path: Path) -> No
     after, quarantined = _acquire(source)
     assert [(q.reason, q.line, q.field) for q in quarantined] == [("unbounded_value", 1, "session_id")]
     assert [(o.provenance.line, o.family) for o in after] == [(o.provenance.line, o.family) for o in before][1:]
+
+
+def test_an_over_bound_copilot_session_start_is_quarantined_alone(tmp_path: Path) -> None:
+    """Found by the fuzzer, as for OpenClaw: a Copilot session.start whose sessionId is
+    over the string bound is quarantined by itself, not adopted for the records after it."""
+    fixture = FIXTURES / "copilot" / "session-state" / "0d1e2f30-0000-4000-8000-f1a7f1a7f1a7.jsonl"
+    path = tmp_path / ".copilot" / "session-state" / fixture.name
+    path.parent.mkdir(parents=True)
+    clean = fixture.read_bytes()
+    path.write_bytes(clean)
+    (source,) = discover(DiscoveryOptions(root=str(tmp_path), env={})).sources
+    before, _ = _acquire(source)
+    path.write_bytes(clean.replace(b'"0d1e2f30-0000-4000-8000-f1a7f1a7f1a7"', b'"' + b"x" * 70_000 + b'"', 1))
+    after, quarantined = _acquire(source)
+    assert [(q.reason, q.line, q.field) for q in quarantined] == [("unbounded_value", 1, "session_id")]
+    assert [(o.provenance.line, o.family) for o in after] == [(o.provenance.line, o.family) for o in before][1:]

@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from telltale.model import (
+    STRING_BOUND,
     BoundExceeded,
     Family,
     Provenance,
@@ -307,9 +308,15 @@ class _SessionStateHandler:
         return False
 
     def _session_start(self, env: _Envelope, data: _SessionStart, line: Line, rec: Recorder) -> bool:
+        context = data.context or _Context()
+        for name, value in (("session_id", data.sessionId), ("cwd", context.cwd)):
+            size = len(value.encode("utf-8", "surrogatepass")) if value else 0
+            if size > STRING_BOUND:
+                # Quarantined by itself and not adopted: every record after it would carry
+                # the over-bound identity and be quarantined too.
+                raise BoundExceeded(name, STRING_BOUND, size)
         if data.sessionId:
             self.session_id = data.sessionId
-        context = data.context or _Context()
         if context.cwd:
             self.cwd = context.cwd
         attributes = {
