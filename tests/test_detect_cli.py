@@ -54,7 +54,7 @@ def test_validate_ok(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_validate_reports_located_errors(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(RULES / "broken.yaml")
-    assert main(["rules", "validate", path]) == 1
+    assert main(["rules", "validate", path]) == 2  # invalid rules: a configuration error
     out = capsys.readouterr().out.splitlines()
     expected = f"{path}:4: rule 'acme.bad_field': field 'match[0].commandline|contains': unknown field 'commandline'"
     assert expected in out[0]
@@ -75,7 +75,7 @@ def test_rules_test_passes_and_fails(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_rules_test_on_broken_file(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["rules", "test", str(RULES / "broken.yaml")]) == 1
+    assert main(["rules", "test", str(RULES / "broken.yaml")]) == 2
     assert "unknown field" in capsys.readouterr().out
 
 

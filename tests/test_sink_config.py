@@ -178,7 +178,7 @@ def test_config_validate_cli_prints_masked_effective_outputs(
     assert data["problems"] == []
 
     monkeypatch.delenv("TT_HEC_TOKEN")
-    assert main(["config", "validate", "--outputs", str(path)]) == 1
+    assert main(["config", "validate", "--outputs", str(path)]) == 2  # a configuration error
     captured = capsys.readouterr()
     assert "outputs.splunk.token: MISSING" in captured.err
     assert "outputs:" in captured.out

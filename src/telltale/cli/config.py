@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from telltale.errors import ConfigError
+from telltale.exitcodes import ExitCode
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -47,7 +48,7 @@ def _validate(args: argparse.Namespace) -> int:
             print(f"warning: {warning}", file=sys.stderr)
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
-    return 1 if problems else 0
+    return ExitCode.USAGE if problems else ExitCode.OK  # a missing secret is a configuration error
 
 
 def _without_nulls(value: Any) -> Any:

@@ -17,6 +17,7 @@ import msgspec
 from telltale.detect.loader import RuleSet, default_rule_texts, load_rule_files, resolve_selector
 from telltale.detect.model import severity_for
 from telltale.errors import UsageError
+from telltale.exitcodes import ExitCode
 
 
 def register(subparsers: Any) -> None:
@@ -54,7 +55,7 @@ def register(subparsers: Any) -> None:
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help(sys.stderr)
-    return 2
+    return ExitCode.USAGE
 
 
 def _rows(ruleset: RuleSet) -> list[dict[str, Any]]:
@@ -122,7 +123,7 @@ def run_validate(args: argparse.Namespace) -> int:
         print(issue)
     if ruleset.errors:
         print(f"{len(ruleset.errors)} error(s)", file=sys.stderr)
-        return 1
+        return ExitCode.USAGE  # invalid rules are a configuration error
     for path in files:
         rules = sum(1 for r in ruleset.rules if r.path == path)
         seqs = sum(1 for s in ruleset.sequences if s.path == path)
@@ -140,7 +141,7 @@ def run_test(args: argparse.Namespace) -> int:
     if ruleset.errors:
         for issue in ruleset.errors:
             print(issue)
-        return 1
+        return ExitCode.USAGE
     engine = DetectionEngine(ruleset)
     results = run_cases(engine, files)
     failed = [r for r in results if not r.passed]
@@ -151,7 +152,7 @@ def run_test(args: argparse.Namespace) -> int:
         print("no test cases in " + ", ".join(files))
         return 0
     print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
-    return 1 if failed else 0
+    return ExitCode.FAILED if failed else ExitCode.OK
 
 
 def run_export(args: argparse.Namespace) -> int:
