@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from telltale.events.envelope import SCHEMA_VERSION, ContentMode, host_raw, path_hash
-from telltale.events.redaction import bounded, redact, redact_cached, size_and_hash, value_hash
+from telltale.events.redaction import bounded, redact, redact_arguments, redact_cached, size_and_hash, value_hash
 from telltale.model import Family, Observation, Stage
 
 #: Bound (characters) on commands, paths, URLs and argument text in redacted/full mode.
@@ -360,7 +360,11 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
                 arguments = obs.arguments
                 tool["arguments_length"], tool["arguments_hash"] = size_and_hash(arguments)
                 if keep:
-                    tool["arguments"] = _field(arguments, FIELD_LIMIT, "tool.arguments", truncated)
+                    # Decoded, redacted value by value, encoded again (never the JSON text).
+                    shown, arguments_cut = redact_arguments(arguments, FIELD_LIMIT, _MARGIN)
+                    tool["arguments"] = shown
+                    if arguments_cut:
+                        truncated.append("tool.arguments")
             if obs.command:
                 if keep:
                     command = _field(obs.command, FIELD_LIMIT, "process.command_line", truncated)

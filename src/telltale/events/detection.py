@@ -1,8 +1,9 @@
 """Detection events: the ECS ``alert`` document of one :class:`~telltale.detect.model.Detection`.
 
 This is the output boundary for detection evidence: every evidence value (raw in the
-Detection) leaves here only through :func:`telltale.events.redaction.redact`, with a
-keyed hash of the raw value so analysts can correlate without seeing it.
+Detection: rules match raw text in memory) leaves here only through
+:func:`telltale.events.redaction.redact_excerpt`, with a keyed hash of the raw value so
+analysts can correlate without seeing it.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from typing import Any
 
 from telltale.detect.model import Detection
 from telltale.events.envelope import path_hash
-from telltale.events.redaction import bounded, redact, value_hash
+from telltale.events.redaction import bounded, redact, redact_excerpt, value_hash
 
 #: ECS ``event.severity`` for each band (the numbers Elastic uses for rule severities).
 SEVERITY_NUMBER = {"informational": 1, "low": 21, "medium": 47, "high": 73, "critical": 99}
 #: Characters of one redacted evidence value at most.
 EVIDENCE_LIMIT = 1_024
+#: Evidence fields whose values are JSON text (tool arguments), decoded before redaction.
+_JSON_FIELDS = frozenset({"arguments"})
 
 
 def _techniques(tags: list[str]) -> tuple[list[str], list[str], list[str]]:
@@ -54,7 +57,8 @@ def detection_event(det: Detection, base: dict[str, Any]) -> dict[str, Any]:
     evidence = [
         {
             "field": ev.field,
-            "value": bounded(redact(ev.value), EVIDENCE_LIMIT)[0],
+            # Decoded first when it is a piece of JSON text; a secret cut at its edge masked.
+            "value": bounded(redact_excerpt(ev.value, json_text=ev.field in _JSON_FIELDS), EVIDENCE_LIMIT)[0],
             "hash": value_hash(ev.value),
             "observation_id": ev.observation_id,
             "rule_id": ev.rule_id,

@@ -1,12 +1,21 @@
 """Redaction: the single output boundary where secrets are removed.
 
-Everything that leaves Telltale (event documents, detection evidence) passes through
-:func:`redact`. Nothing upstream redacts, so there is exactly one place to audit.
+Everything that leaves Telltale (event documents, detection evidence, health events,
+summaries, ``--json`` output, outbox rows) passes through this module. Rules and
+adapters work on raw values in memory; nothing upstream redacts, so there is exactly one
+place to audit. Redaction applies to *decoded* text: tool arguments are decoded, their
+values redacted (with the key each one sits under), and encoded again
+(:func:`redact_arguments`), never matched as encoded JSON where escapes hide boundaries.
 
 A secret is replaced by ``[REDACTED:<kind>:<hash>]``. The hash is a keyed SHA-256 of the
 secret (key from ``TELLTALE_REDACTION_KEY``, else a fixed default), so analysts can tell
 two occurrences of one secret apart from two different secrets without the value being
 recoverable by anyone who lacks the key. Fleets should set their own key.
+
+What counts as a secret is the catalogue in :mod:`telltale.events.secret_shapes`: vendor
+token shapes (always masked) and context rules (a key, flag or header that names a
+secret; its value is judged, then masked). All of them run as one RE2 alternation, one
+linear pass per value; the matches never overlap, and the mask covers the value only.
 
 The same keyed hash names message text, tool arguments and results in activity events
 (~100 MB of text per 200 MB of transcript): SHA-256 runs on the CPU's SHA extensions
@@ -22,7 +31,17 @@ import hashlib
 import os
 from typing import Any
 
+import msgspec
 import re2
+
+from telltale.events.secret_shapes import (
+    CONTEXT_SHAPES,
+    VENDOR_SHAPES,
+    Shape,
+    is_reference,
+    judge_key_value,
+    looks_random,
+)
 
 _DEFAULT_KEY = b"telltale-redaction-v1"
 
@@ -50,207 +69,368 @@ def size_and_hash(value: str) -> tuple[int, str]:
     return len(data), digest.hexdigest()[:16]
 
 
-def _marker(kind: str, secret: str) -> str:
+def marker(kind: str, secret: str) -> str:
+    """The text that stands for ``secret``: its kind and keyed hash."""
     return f"[REDACTED:{kind}:{value_hash(secret)}]"
 
 
-# Each entry: (kind, pattern, group holding the secret). Order matters: private keys and
-# specific token shapes first, generic assignments last. Patterns avoid nested
-# quantifiers; RE2 keeps matching linear on hostile input whatever the pattern.
-_KEYWORDS = (
-    r"pass(?:word|wd|phrase)?|pwd|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?key"
-    r"|client[_-]?secret|private[_-]?key|credentials?|session[_-]?key|signing[_-]?key"
-    r"|aws_secret_access_key"
-)
-#: ``token`` keys are the exception: ``max_output_tokens``, ``input_tokens`` or
-#: ``max_tokens`` (keys ending in ``tokens``) carry counts; every Codex shell call has
-#: ``"max_output_tokens":12000``. Their unquoted value is a secret unless it is a bare
-#: number of up to 15 digits; a marker there would hide a useful number (and cost a
-#: substitution per event). Any other token key (``API_TOKEN``, ``X-Auth-Token``), a quoted
-#: or longer number, and any number assigned to a password-like key are still redacted.
-_TOKEN_KEYWORD = r"token"
-_OPERATOR = r"[\"']?\s{0,5}(?::|=|:=|=>)\s{0,5}"
-_ASSIGN = r"[A-Za-z0-9_.-]{0,40}" + _OPERATOR
-_QUOTED = r"\"[^\"\n]{3,}\"|'[^'\n]{3,}'"
-_VALUE_CHAR = r"[^\s\"',;}{)(\]\[]"
-_VALUE_NON_DIGIT = r"[^\s\"',;}{)(\]\[0-9]"
-_NOT_A_COUNT = (  # three or more value characters, unless all of them are (up to 15) digits
-    _VALUE_NON_DIGIT + _VALUE_CHAR + "{2,}"
-    + "|[0-9]{1,15}" + _VALUE_NON_DIGIT + _VALUE_CHAR + "*"
-    + "|[0-9]{16,}" + _VALUE_CHAR + "*"
-)
-_PATTERNS: tuple[tuple[str, str, int], ...] = (
-    (
-        "private_key",
-        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-        r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z)",
-        0,
-    ),
-    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{16,}", 0),
-    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", 0),
-    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})", 0),
-    ("aws_access_key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b", 0),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0),
-    ("slack_webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{10,}", 0),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}\b", 0),
-    ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", 0),
-    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", 0),
-    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0),
-    ("bearer", r"(?i)\b(?:bearer|basic|token)\s+(?P<{S}>[A-Za-z0-9._~+/=-]{12,})", 1),
-    ("url_credentials", r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/:@\"']{1,256}:(?P<{S}>[^\s@/\"']{1,256})@", 1),
-    (
-        "query_credential",
-        r"(?i)[?&](?:access_token|token|api_key|apikey|key|secret|password|passwd|sig|signature"
-        r"|client_secret|auth|x-amz-signature|x-amz-credential|x-amz-security-token)=(?P<{S}>[^&\s\"'#]{4,})",
-        1,
-    ),
-    (
-        "assignment",
-        r"(?i)(?:\b|_)(?:" + _KEYWORDS + ")" + _ASSIGN + r"(?P<{S}>" + _QUOTED + r"|" + _VALUE_CHAR + "{3,})",
-        1,
-    ),
-    (
-        # ``...tokens`` keys (plural) carry counts: a bare number there is not a secret.
-        "assignment",
-        r"(?i)(?:\b|_)" + _TOKEN_KEYWORD + "s" + _OPERATOR + r"(?P<{S}>" + _QUOTED + "|" + _NOT_A_COUNT + ")",
-        1,
-    ),
-    (
-        # Every other token key (``API_TOKEN``, ``X-Auth-Token``, ``tokenSecret``): any value.
-        # The key may not be exactly ``tokens``, so a count the alternative above let pass
-        # is not taken here instead.
-        "assignment",
-        r"(?i)(?:\b|_)" + _TOKEN_KEYWORD + r"(?:[0-9_.a-rt-zA-RT-Z-][A-Za-z0-9_.-]{0,39}|s[A-Za-z0-9_.-]{1,39})?"
-        + _OPERATOR + r"(?P<{S}>" + _QUOTED + r"|" + _VALUE_CHAR + "{3,})",
-        1,
-    ),
-)
+# -- the compiled catalogue -----------------------------------------------------------
+
+_SHAPES: tuple[Shape, ...] = VENDOR_SHAPES + CONTEXT_SHAPES
+
+
+#: Room for the lazily built DFA of ~90 alternatives (RE2's default 8 MB is too small for
+#: it and would fall back to the slower NFA on every search).
+_OPTIONS = re2.Options()
+_OPTIONS.max_mem = 64 << 20
+_UNANCHORED = re2._Anchor.UNANCHORED
+_ANCHOR_BOTH = re2._Anchor.ANCHOR_BOTH
+
+
+class _Alternative:
+    """One shape compiled on its own: its groups, and how to judge what it matched."""
+
+    __slots__ = ("context", "key", "kind", "match", "secrets")
+
+    def __init__(self, shape: Shape) -> None:
+        body, names, key = _body(shape, r"\b")
+        regex = re2.compile(body, _OPTIONS)
+        self.kind = shape.kind
+        self.context = shape.context
+        self.match = regex._regexp.Match
+        self.secrets = tuple(regex.groupindex[n] for n in names)  # none: the whole match
+        self.key = regex.groupindex[key] if key else -1
+
+
+def _body(shape: Shape, boundary: str) -> tuple[str, list[str], str | None]:
+    """A shape's pattern with its placeholders filled in: boundary, secret and key groups."""
+    body = shape.pattern.replace("{B}", boundary)
+    names: list[str] = []
+    while "{S}" in body:
+        name = f"s{len(names)}"
+        names.append(name)
+        body = body.replace("{S}", name, 1)
+    key = None
+    if "{K}" in body:
+        key = "k"
+        body = body.replace("{K}", key)
+    return body, names, key
+
+
+def _plain(shape: Shape, boundary: str) -> str:
+    """A shape's pattern without groups (for alternations and sets)."""
+    return _strip_groups(_body(shape, boundary)[0])
 
 
 def _strip_groups(pattern: str) -> str:
-    """Turn every ``(?P<name>`` into ``(?:`` (names here are ``p<n>``/``s<n>``)."""
+    """Turn every ``(?P<name>`` into ``(?:``."""
     out = []
     i = 0
     while i < len(pattern):
         if pattern.startswith("(?P<", i):
-            close = pattern.index(">", i)
             out.append("(?:")
-            i = close + 1
+            i = pattern.index(">", i) + 1
         else:
             out.append(pattern[i])
             i += 1
     return "".join(out)
 
 
-def _combined() -> Any:
-    parts = []
-    for index, (_kind, pattern, group) in enumerate(_PATTERNS):
-        body = pattern.replace("{S}", f"s{index}") if group else pattern
-        # Inline flags must lead the whole expression: scope them to the alternative.
-        if body.startswith("(?i)"):
-            body = "(?i:" + body[4:] + ")"
-        parts.append(f"(?P<p{index}>{body})")
-    return re2.compile("|".join(parts))
+def _alternation(shapes: tuple[Shape, ...], boundary: str) -> Any:
+    return re2.compile("|".join(f"(?:{_plain(shape, boundary)})" for shape in shapes), _OPTIONS)
 
 
-# One alternation, one pass: a region is redacted once, by the first shape that matches.
-# RE2 runs it in linear time (transcripts are hostile input) and ~40x faster than ``re``
-# on this many alternatives.
-_COMBINED = _combined()
-# The same alternation without capture groups: RE2's Python wrapper materialises every
-# group's span on each match, so the yes/no pre-check uses a group-free twin.
-_DETECT = re2.compile(_strip_groups(_COMBINED.pattern))
-# The wrapper's ``search`` adds ~1.5 µs of Python per call; the compiled object's own
-# ``Match`` is used when this google-re2 build exposes it (same result, group 0 span).
-_RAW = getattr(_DETECT, "_regexp", None)
-_UNANCHORED = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+def _set(shapes: tuple[Shape, ...], anchor: Any) -> Any:
+    compiled = re2._re2.Set(anchor, _OPTIONS)
+    for shape in shapes:
+        compiled.Add(_plain(shape, r"\b").encode())
+    compiled.Compile()
+    return compiled
 
 
-def _may_hold_secret(value: str) -> bool:
-    if _RAW is not None and _UNANCHORED is not None:
-        encoded = value.encode("utf-8", "surrogatepass")
-        return bool(_RAW.Match(_UNANCHORED, encoded, 0, len(encoded))[0][0] >= 0)
-    return _DETECT.search(value) is not None
-# (kind, index of the secret's group or 0 for the whole match), by alternative.
-_KINDS = tuple(
-    (kind, _COMBINED.groupindex[f"s{i}"] if group else 0) for i, (kind, _pattern, group) in enumerate(_PATTERNS)
-)
-
-def _repl(match: Any) -> str:
-    name = match.lastgroup or ""
-    index = int(name[1:])
-    kind, group = _KINDS[index]
-    if not group:
-        return _marker(kind, match.group(0))
-    secret: str = match.group(group)
-    base = match.start(0)
-    start, end = match.span(group)
-    whole: str = match.group(0)
-    marker = _marker(kind, secret)
-    if len(secret) >= 2 and secret[0] in "\"'" and secret[-1] == secret[0]:
-        # Keep the quotes so redacted JSON/YAML stays well-formed.
-        marker = secret[0] + _marker(kind, secret[1:-1]) + secret[0]
-    return whole[: start - base] + marker + whole[end - base :]
+# How a value is scanned, all in RE2 (linear time: transcripts are hostile input):
+# 1. one group-free alternation of every shape finds where the next match is (a DFA pass;
+#    leftmost-first: at one position, the first listed shape wins);
+# 2. a set of the same shapes, anchored at both ends of that match, tells which shape it
+#    was (the lowest index that matches the extent exactly);
+# 3. that shape alone, with its groups, says where the secret is inside the match.
+# (One alternation with groups would do all three, but RE2 then runs an NFA over a
+# program of every shape on each match: ~60 µs instead of ~2 µs.)
+_DETECT = _alternation(_SHAPES, r"\b")
+#: A looser twin without word boundaries: a pre-check that also holds for JSON text,
+#: where ``\nAKIA...`` glues the key to an ``n``.
+_LOOSE = _alternation(_SHAPES, "")
+_WHICH = _set(_SHAPES, _ANCHOR_BOTH)
+_ALTERNATIVES = tuple(_Alternative(shape) for shape in _SHAPES)
+#: Vendor shapes alone: the kind of a value a context rule masks (``TOKEN=glpat-...``).
+_VENDOR = _set(VENDOR_SHAPES, _UNANCHORED)
 
 
-def _redact_wrapper(value: str) -> str:
-    out: str = _COMBINED.sub(_repl, value)
-    return out
-
-
-_RAW_COMBINED = getattr(_COMBINED, "_regexp", None)
-# The group index of each alternative, to tell from a match's spans which one matched.
-_ALTERNATIVES = tuple(_COMBINED.groupindex[f"p{i}"] for i in range(len(_PATTERNS)))
-
-
-def _redact_raw(value: str) -> str:
-    """The same substitution as the wrapper's ``sub``, driven on UTF-8 bytes directly.
-
-    The wrapper maps every group's byte span back to characters in Python on each match;
-    secrets are ASCII, so working on bytes and decoding once is equivalent and ~10x faster.
-    """
-    assert _RAW_COMBINED is not None
+def _may_match(compiled: Any, value: str) -> bool:
     data = value.encode("utf-8", "surrogatepass")
+    return bool(compiled._regexp.Match(_UNANCHORED, data, 0, len(data))[0][0] >= 0)
+
+
+def _vendor_kind(value: str) -> str | None:
+    """The vendor kind of the first-listed shape found in ``value``, if any."""
+    found = _VENDOR.Match(value.encode("utf-8", "surrogatepass"))
+    return VENDOR_SHAPES[min(found)].kind if found else None
+
+
+_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey", "aws4-hmac-sha256"})
+
+
+def _judge(alt: _Alternative, data: bytes, spans: list[tuple[int, int]], s0: int, s1: int) -> tuple[str, int] | None:
+    """The kind to mask a context match's value as and where the mask starts; ``None``
+    keeps the value."""
+    value = data[s0:s1].decode("utf-8", "surrogatepass")
+    context = alt.context
+    kind: str | None
+    if context == "key":
+        k0, k1 = spans[alt.key]
+        key = data[k0:k1].decode("utf-8", "surrogatepass")
+        quoted = s0 > 0 and data[s0 - 1 : s0] in (b'"', b"'")
+        kind = judge_key_value(key, value.rstrip(), quoted)
+        if kind in ("http_authorization", "auth"):
+            scheme, _, rest = value.partition(" ")
+            if rest.strip() and scheme.lower() in _SCHEMES:
+                s0 += len(scheme.encode()) + 1  # keep ``Bearer``/``Basic`` readable
+    elif context == "entropy":
+        kind = alt.kind if looks_random(value) else None
+    elif context == "curl_user":
+        k0, k1 = spans[alt.key]
+        user = data[k0:k1].decode("utf-8", "surrogatepass")
+        numeric = value.isdigit() and (user.isdigit() or not user)  # ``-u 1000:1000`` is uid:gid
+        kind = None if numeric or is_reference(value) else "basic_auth_password"
+    else:  # netrc
+        kind = None if is_reference(value) else alt.kind
+    if kind is None:
+        return None
+    return (_vendor_kind(value) or kind), s0
+
+
+def _redact_bytes(data: bytes) -> bytes:
+    """Replace every secret in ``data`` (UTF-8) by its marker, in one left-to-right pass."""
     size = len(data)
+    find = _DETECT._regexp.Match
     pieces: list[bytes] = []
     pos = 0
-    while pos <= size:
-        spans = _RAW_COMBINED.Match(_UNANCHORED, data, pos, size)
-        start, end = spans[0]
+    while pos < size:
+        found = find(_UNANCHORED, data, pos, size)[0]
+        start, end = found
         if start < 0:
             break
-        index = next(i for i, g in enumerate(_ALTERNATIVES) if spans[g][0] >= 0)
-        kind, group = _KINDS[index]
-        pieces.append(data[pos:start])
-        if not group:
-            pieces.append(_marker(kind, data[start:end].decode("utf-8", "surrogatepass")).encode())
-        else:
-            s0, s1 = spans[group]
-            secret = data[s0:s1].decode("utf-8", "surrogatepass")
-            marker = _marker(kind, secret)
-            if len(secret) >= 2 and secret[0] in "\"'" and secret[-1] == secret[0]:
-                marker = secret[0] + _marker(kind, secret[1:-1]) + secret[0]
-            pieces.append(data[start:s0] + marker.encode() + data[s1:end])
-        if end == start:  # never loop on an empty match
-            pieces.append(data[end : end + 1])
-            end += 1
-        pos = end
+        alt: _Alternative | None = None
+        spans: list[tuple[int, int]] = []
+        for index in sorted(_WHICH.Match(data[start:end])):
+            # The set sees the extent alone; the shape itself runs in the real context
+            # (a word boundary at its edges), and the first that matches there is it.
+            spans = _ALTERNATIVES[index].match(_ANCHOR_BOTH, data, start, end)
+            if spans[0][0] >= 0:
+                alt = _ALTERNATIVES[index]
+                break
+        if alt is None:  # cannot happen: the alternation matched this extent
+            pieces.append(data[pos:end])
+            pos = end
+            continue
+        s0, s1 = start, end
+        for group in alt.secrets:
+            if spans[group][0] >= 0:
+                s0, s1 = spans[group]
+                break
+        kind = alt.kind
+        if alt.context is not None:
+            judged = _judge(alt, data, spans, s0, s1)
+            if judged is None:
+                # Not a secret after all: keep it, and look again from the value on (a
+                # shape inside it, or a key of its own, is still found).
+                pieces.append(data[pos:s0])
+                pos = s0
+                continue
+            kind, s0 = judged
+        secret = data[s0:s1].decode("utf-8", "surrogatepass")
+        pieces.append(data[pos:s0])
+        pieces.append(marker(kind, secret).encode())
+        pos = s1
     pieces.append(data[pos:])
-    return b"".join(pieces).decode("utf-8", "surrogatepass")
+    return b"".join(pieces)
 
 
 def redact(value: str) -> str:
     """Return ``value`` with every recognised secret replaced by a marker."""
     # The group-free pre-check is one C call; most values hold no secret at all.
-    if not value or not _may_hold_secret(value):
+    if not value:
         return value
-    if _RAW_COMBINED is not None and _UNANCHORED is not None:
-        return _redact_raw(value)
-    return _redact_wrapper(value)
+    data = value.encode("utf-8", "surrogatepass")
+    if _DETECT._regexp.Match(_UNANCHORED, data, 0, len(data))[0][0] < 0:
+        return value
+    return _redact_bytes(data).decode("utf-8", "surrogatepass")
 
 
 #: ``redact`` with a small memo, for short values that repeat (cwd, paths, versions, names).
 redact_cached = functools.lru_cache(maxsize=4_096)(redact)
+
+
+# -- structured values ------------------------------------------------------------------
+
+#: Nesting followed when redacting a decoded document; deeper parts are redacted as text.
+MAX_DEPTH = 64
+
+_json_decode = msgspec.json.decode
+_json_encode = msgspec.json.Encoder().encode
+
+
+def _mask_keyed(key: str, value: str, quoted: bool) -> str | None:
+    kind = judge_key_value(key, value, quoted)
+    if kind is None:
+        return None
+    return marker(_vendor_kind(value) or kind, value)
+
+
+class _Budget:
+    """Characters of decoded text still worth redacting (``None``: all of them).
+
+    Output is cut to a bound after redaction; text past the bound plus a margin would be
+    cut anyway, so it is dropped before it costs a scan. Escaping only lengthens JSON, so
+    a character past the budget in decoded text is past the bound in encoded text too.
+    """
+
+    __slots__ = ("cut", "left", "margin")
+
+    def __init__(self, limit: int, margin: int) -> None:
+        self.left = limit
+        self.margin = margin
+        self.cut = False
+
+    def take(self, text: str) -> str:
+        left = self.left
+        if left <= 0:
+            self.cut = self.cut or bool(text)
+            return ""
+        if len(text) > left + self.margin:
+            text = text[: left + self.margin]
+            self.cut = True
+        self.left = left - len(text) - 3
+        return text
+
+
+def redact_value(value: Any, depth: int = 0, budget: _Budget | None = None) -> Any:
+    """A decoded JSON value with every string redacted; a value under a key that names a
+    secret is masked whole (``{"password": "..."}``, ``{"auth": "<base64>"}``)."""
+    cls = value.__class__
+    if cls is str:
+        return redact(value if budget is None else budget.take(value))
+    if cls is dict:
+        if depth >= MAX_DEPTH:
+            return redact_value(_json_encode(value).decode(), depth, budget)
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            new_key = key
+            masked = None
+            if key.__class__ is str:
+                new_key = redact(key if budget is None else budget.take(key))
+                if item.__class__ is str:
+                    masked = _mask_keyed(key, item, True)
+                elif item.__class__ in (int, float):
+                    masked = _mask_keyed(key, str(item), False)
+            if masked is not None:
+                if budget is not None:
+                    budget.left -= len(masked) + 3
+                out[new_key] = masked
+            else:
+                out[new_key] = redact_value(item, depth + 1, budget)
+        return out
+    if cls is list:
+        if depth >= MAX_DEPTH:
+            return redact_value(_json_encode(value).decode(), depth, budget)
+        return [redact_value(item, depth + 1, budget) for item in value]
+    if budget is not None:
+        budget.left -= 8
+    return value
+
+
+def redact_arguments(text: str, limit: int | None = None, margin: int = 512) -> tuple[str, bool]:
+    """Tool arguments (JSON text) with their decoded values redacted, encoded again, and
+    cut to ``limit`` characters; says whether anything was cut.
+
+    Redaction runs on decoded values, never on the encoded text, where escapes hide word
+    boundaries (``\\nSECRET_KEY=``) and keys (``\\"password\\"``). Text that is not JSON
+    (a free-form tool input) is redacted as text. Arguments that cannot hold a secret,
+    by a pre-check that holds for escaped text too, keep the vendor's own encoding.
+    """
+    if not text:
+        return text, False
+    cut = False
+    if "\\u" in text or "\\/" in text or _may_match(_LOOSE, text):
+        value: Any
+        try:
+            value = _json_decode(text)
+        except (msgspec.DecodeError, ValueError, RecursionError):
+            value = _NOT_JSON
+        budget = _Budget(limit, margin) if limit is not None else None
+        if value is _NOT_JSON or value.__class__ is str:
+            plain: str = text if value is _NOT_JSON else str(value)
+            if budget is not None:
+                plain = budget.take(plain)
+            text = redact(plain)
+        else:
+            redacted = redact_value(value, 0, budget)
+            if redacted != value:
+                text = _json_encode(redacted).decode("utf-8")
+        cut = budget is not None and budget.cut
+    if limit is not None and len(text) > limit:
+        return text[:limit], True
+    return text, cut
+
+
+_NOT_JSON = object()
+
+
+def redact_document(doc: Any, depth: int = 0) -> Any:
+    """Every string of a document (health events, summaries, ``--json`` rows) redacted."""
+    cls = doc.__class__
+    if cls is str:
+        return redact(doc)
+    if depth >= MAX_DEPTH:
+        return doc
+    if cls is dict:
+        return {k: redact_document(v, depth + 1) for k, v in doc.items()}
+    if cls in (list, tuple):
+        return [redact_document(v, depth + 1) for v in doc]
+    return doc
+
+
+# -- evidence excerpts -------------------------------------------------------------------
+
+_ESCAPE = re2.compile(r"\\(?:u[0-9a-fA-F]{4}|[nrtbf\"\\/])")
+_UNESCAPE = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/"}
+#: A run of token characters at an excerpt's edge that may be a cut secret.
+_EDGE = re2.compile(r"^[A-Za-z0-9+=_-]{20,}|[A-Za-z0-9+=_-]{20,}$")
+
+
+def _unescape(match: Any) -> str:
+    text: str = match.group(0)
+    if text[1] == "u":
+        code = int(text[2:], 16)
+        return chr(code) if not 0xD800 <= code <= 0xDFFF else "\ufffd"
+    return _UNESCAPE[text[1]]
+
+
+def redact_excerpt(value: str, *, json_text: bool = False) -> str:
+    """An evidence excerpt, redacted: decoded first when it is a piece of JSON text, and
+    its edges masked when they are a run of random token characters (the excerpt may
+    have cut a secret in two, and half a secret matches no shape)."""
+    if json_text and "\\" in value:
+        value = _ESCAPE.sub(_unescape, value)
+    text = redact(value)
+    if len(text) >= 20:
+        text = _EDGE.sub(_edge, text)
+    return text
+
+
+def _edge(match: Any) -> str:
+    run: str = match.group(0)
+    return marker("partial", run) if looks_random(run) else run
 
 
 def bounded(value: str, limit: int) -> tuple[str, bool]:
