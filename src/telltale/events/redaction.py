@@ -79,12 +79,12 @@ def marker(kind: str, secret: str) -> str:
 _SHAPES: tuple[Shape, ...] = VENDOR_SHAPES + CONTEXT_SHAPES
 
 
-#: Room for the lazily built DFA of ~90 alternatives (RE2's default 8 MB is too small for
-#: it and would fall back to the slower NFA on every search).
+#: Room for the lazily built DFAs (RE2's default 8 MB would make them thrash and fall
+#: back to the NFA).
 _OPTIONS = re2.Options()
 _OPTIONS.max_mem = 64 << 20
 _UNANCHORED = re2._Anchor.UNANCHORED
-_ANCHOR_BOTH = re2._Anchor.ANCHOR_BOTH
+_ANCHOR_START = re2._Anchor.ANCHOR_START
 
 
 class _Alternative:
@@ -93,7 +93,7 @@ class _Alternative:
     __slots__ = ("context", "key", "kind", "match", "secrets")
 
     def __init__(self, shape: Shape) -> None:
-        body, names, key = _body(shape, r"\b")
+        body, names, key = _body(shape)
         regex = re2.compile(body, _OPTIONS)
         self.kind = shape.kind
         self.context = shape.context
@@ -102,9 +102,21 @@ class _Alternative:
         self.key = regex.groupindex[key] if key else -1
 
 
-def _body(shape: Shape, boundary: str) -> tuple[str, list[str], str | None]:
-    """A shape's pattern with its placeholders filled in: boundary, secret and key groups."""
-    body = shape.pattern.replace("{B}", boundary)
+#: Word boundaries, as a character consumed outside the secret: one ``\b`` in the
+#: alternation keeps every search off RE2's DFA (~15x slower).
+_BEFORE = "(?:^|[^A-Za-z0-9_])"
+_AFTER = "(?:$|[^A-Za-z0-9_])"
+
+
+def _body(shape: Shape) -> tuple[str, list[str], str | None]:
+    """A shape's pattern with its placeholders filled in: boundaries, secret and key groups."""
+    pattern = shape.pattern
+    if "{S}" not in pattern and ("{B}" in pattern or "{E}" in pattern):
+        # The secret is the match without its boundary characters.
+        head = "{B}" if pattern.startswith("{B}") else ""
+        tail = "{E}" if pattern.endswith("{E}") else ""
+        pattern = head + "(?P<{S}>" + pattern[len(head) : len(pattern) - len(tail)] + ")" + tail
+    body = pattern.replace("{B}", _BEFORE).replace("{E}", _AFTER)
     names: list[str] = []
     while "{S}" in body:
         name = f"s{len(names)}"
@@ -117,9 +129,9 @@ def _body(shape: Shape, boundary: str) -> tuple[str, list[str], str | None]:
     return body, names, key
 
 
-def _plain(shape: Shape, boundary: str) -> str:
+def _plain(shape: Shape) -> str:
     """A shape's pattern without groups (for alternations and sets)."""
-    return _strip_groups(_body(shape, boundary)[0])
+    return _strip_groups(_body(shape)[0])
 
 
 def _strip_groups(pattern: str) -> str:
@@ -136,39 +148,57 @@ def _strip_groups(pattern: str) -> str:
     return "".join(out)
 
 
-def _alternation(shapes: tuple[Shape, ...], boundary: str) -> Any:
-    return re2.compile("|".join(f"(?:{_plain(shape, boundary)})" for shape in shapes), _OPTIONS)
+_COUNT = re2.compile(r"\{([0-9]+)(?:,([0-9]*))?\}")
+
+
+def _relaxed(pattern: str) -> str:
+    """``pattern`` with every counted repetition over 3 turned into ``+`` (or ``*``).
+
+    A superset, for finding candidates: RE2's DFA holds one state per combination of
+    live counters, and ~60 shapes counting ``{20,}``, ``{32}`` or ``{40,}`` over
+    overlapping alphabets multiply into millions of states (seconds of DFA building per
+    MB of text, and a cache that thrashes). Without counters the alternation stays small.
+    """
+
+    def loosen(match: Any) -> str:
+        low = int(match.group(1))
+        high = match.group(2)
+        top = low if high is None else (int(high) if high else low + 4)
+        if top <= 3:
+            return str(match.group(0))
+        return "+" if low >= 1 else "*"
+
+    return str(_COUNT.sub(loosen, pattern))
+
+
+def _alternation(shapes: tuple[Shape, ...]) -> Any:
+    return re2.compile("|".join(f"(?:{_relaxed(_plain(shape))})" for shape in shapes), _OPTIONS)
 
 
 def _set(shapes: tuple[Shape, ...], anchor: Any) -> Any:
     compiled = re2._re2.Set(anchor, _OPTIONS)
     for shape in shapes:
-        compiled.Add(_plain(shape, r"\b").encode())
+        compiled.Add(_plain(shape).encode())
     compiled.Compile()
     return compiled
 
 
 # How a value is scanned, all in RE2 (linear time: transcripts are hostile input):
-# 1. one group-free alternation of every shape finds where the next match is (a DFA pass;
-#    leftmost-first: at one position, the first listed shape wins);
-# 2. a set of the same shapes, anchored at both ends of that match, tells which shape it
-#    was (the lowest index that matches the extent exactly);
-# 3. that shape alone, with its groups, says where the secret is inside the match.
-# (One alternation with groups would do all three, but RE2 then runs an NFA over a
-# program of every shape on each match: ~60 µs instead of ~2 µs.)
-_DETECT = _alternation(_SHAPES, r"\b")
-#: A looser twin without word boundaries: a pre-check that also holds for JSON text,
-#: where ``\nAKIA...`` glues the key to an ``n``.
-_LOOSE = _alternation(_SHAPES, "")
-_WHICH = _set(_SHAPES, _ANCHOR_BOTH)
+# 1. one group-free alternation of every shape, its counts relaxed (``_relaxed``), finds
+#    where the next candidate starts (one DFA pass);
+# 2. a set of the exact shapes, anchored there, tells which shapes match from there;
+# 3. the first of them in catalogue order (leftmost-first: at one position, the first
+#    listed shape wins) runs alone, with its groups, and says where the secret is.
+# A candidate no exact shape matches is stepped over. (One alternation with groups would
+# do all three, but RE2 then runs an NFA over a program of every shape on each match.)
+_FIND = _alternation(_SHAPES)
+_WHICH = _set(_SHAPES, _ANCHOR_START)
 _ALTERNATIVES = tuple(_Alternative(shape) for shape in _SHAPES)
 #: Vendor shapes alone: the kind of a value a context rule masks (``TOKEN=glpat-...``).
 _VENDOR = _set(VENDOR_SHAPES, _UNANCHORED)
-
-
-def _may_match(compiled: Any, value: str) -> bool:
-    data = value.encode("utf-8", "surrogatepass")
-    return bool(compiled._regexp.Match(_UNANCHORED, data, 0, len(data))[0][0] >= 0)
+#: Bytes after a candidate's start that the set looks at to tell which shapes match
+#: there (every shape is decided within it; the chosen shape then runs on all the text).
+_WHICH_WINDOW = 4_096
 
 
 def _vendor_kind(value: str) -> str | None:
@@ -180,15 +210,27 @@ def _vendor_kind(value: str) -> str | None:
 _SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey", "aws4-hmac-sha256"})
 
 
-def _judge(alt: _Alternative, data: bytes, spans: list[tuple[int, int]], s0: int, s1: int) -> tuple[str, int] | None:
-    """The kind to mask a context match's value as and where the mask starts; ``None``
-    keeps the value."""
+#: Multi-line shapes a context value must stop before (they are masked whole, on their own).
+_BLOCK_STARTS = (b"-----BEGIN", b"PuTTY-User-Key-File-")
+
+
+def _judge(
+    alt: _Alternative, data: bytes, spans: list[tuple[int, int]], s0: int, s1: int
+) -> tuple[str, int, int] | None:
+    """The kind to mask a context match's value as and the span to mask; ``None`` keeps
+    the value."""
+    for block in _BLOCK_STARTS:
+        at = data.find(block, s0, s1)
+        if at >= 0:  # ``key: x -----BEGIN ...``: the block's first line is not the value's
+            s1 = len(data[s0:at].rstrip()) + s0
+    if s1 <= s0:
+        return None
     value = data[s0:s1].decode("utf-8", "surrogatepass")
     context = alt.context
     kind: str | None
     if context == "key":
         k0, k1 = spans[alt.key]
-        key = data[k0:k1].decode("utf-8", "surrogatepass")
+        key = data[max(k0, k1 - 128) : k1].decode("utf-8", "surrogatepass")  # its last words
         quoted = s0 > 0 and data[s0 - 1 : s0] in (b'"', b"'")
         kind = judge_key_value(key, value.rstrip(), quoted)
         if kind in ("http_authorization", "auth"):
@@ -206,33 +248,34 @@ def _judge(alt: _Alternative, data: bytes, spans: list[tuple[int, int]], s0: int
         kind = None if is_reference(value) else alt.kind
     if kind is None:
         return None
-    return (_vendor_kind(value) or kind), s0
+    return (_vendor_kind(value) or kind), s0, s1
 
 
 def _redact_bytes(data: bytes) -> bytes:
     """Replace every secret in ``data`` (UTF-8) by its marker, in one left-to-right pass."""
     size = len(data)
-    find = _DETECT._regexp.Match
+    find = _FIND._regexp.Match
+    which = _WHICH.Match
     pieces: list[bytes] = []
-    pos = 0
-    while pos < size:
-        found = find(_UNANCHORED, data, pos, size)[0]
-        start, end = found
+    pos = 0  # bytes before ``pos`` are in ``pieces``
+    look = 0  # where the next candidate is looked for
+    while look < size:
+        start = find(_UNANCHORED, data, look, size)[0][0]
         if start < 0:
             break
         alt: _Alternative | None = None
         spans: list[tuple[int, int]] = []
-        for index in sorted(_WHICH.Match(data[start:end])):
-            # The set sees the extent alone; the shape itself runs in the real context
-            # (a word boundary at its edges), and the first that matches there is it.
-            spans = _ALTERNATIVES[index].match(_ANCHOR_BOTH, data, start, end)
+        for index in sorted(which(data[start : start + _WHICH_WINDOW])):
+            # The set sees a window alone; the shape itself runs in the real context
+            # (boundaries at its edges), and the first that matches there is it.
+            spans = _ALTERNATIVES[index].match(_ANCHOR_START, data, start, size)
             if spans[0][0] >= 0:
                 alt = _ALTERNATIVES[index]
                 break
-        if alt is None:  # cannot happen: the alternation matched this extent
-            pieces.append(data[pos:end])
-            pos = end
+        if alt is None:  # a candidate of the relaxed shapes only
+            look = start + 1
             continue
+        end = spans[0][1]
         s0, s1 = start, end
         for group in alt.secrets:
             if spans[group][0] >= 0:
@@ -244,14 +287,13 @@ def _redact_bytes(data: bytes) -> bytes:
             if judged is None:
                 # Not a secret after all: keep it, and look again from the value on (a
                 # shape inside it, or a key of its own, is still found).
-                pieces.append(data[pos:s0])
-                pos = s0
+                look = max(s0, start + 1)
                 continue
-            kind, s0 = judged
+            kind, s0, s1 = judged
         secret = data[s0:s1].decode("utf-8", "surrogatepass")
         pieces.append(data[pos:s0])
         pieces.append(marker(kind, secret).encode())
-        pos = s1
+        pos = look = max(s1, start + 1)
     pieces.append(data[pos:])
     return b"".join(pieces)
 
@@ -262,7 +304,7 @@ def redact(value: str) -> str:
     if not value:
         return value
     data = value.encode("utf-8", "surrogatepass")
-    if _DETECT._regexp.Match(_UNANCHORED, data, 0, len(data))[0][0] < 0:
+    if _FIND._regexp.Match(_UNANCHORED, data, 0, len(data))[0][0] < 0:
         return value
     return _redact_bytes(data).decode("utf-8", "surrogatepass")
 
@@ -355,29 +397,27 @@ def redact_arguments(text: str, limit: int | None = None, margin: int = 512) -> 
 
     Redaction runs on decoded values, never on the encoded text, where escapes hide word
     boundaries (``\\nSECRET_KEY=``) and keys (``\\"password\\"``). Text that is not JSON
-    (a free-form tool input) is redacted as text. Arguments that cannot hold a secret,
-    by a pre-check that holds for escaped text too, keep the vendor's own encoding.
+    (a free-form tool input) is redacted as text. Arguments without a secret keep the
+    vendor's own encoding (decoding is cheap next to what a pre-check on encoded text
+    would have to allow for: every escape can hide a boundary).
     """
     if not text:
         return text, False
-    cut = False
-    if "\\u" in text or "\\/" in text or _may_match(_LOOSE, text):
-        value: Any
-        try:
-            value = _json_decode(text)
-        except (msgspec.DecodeError, ValueError, RecursionError):
-            value = _NOT_JSON
-        budget = _Budget(limit, margin) if limit is not None else None
-        if value is _NOT_JSON or value.__class__ is str:
-            plain: str = text if value is _NOT_JSON else str(value)
-            if budget is not None:
-                plain = budget.take(plain)
-            text = redact(plain)
-        else:
-            redacted = redact_value(value, 0, budget)
-            if redacted != value:
-                text = _json_encode(redacted).decode("utf-8")
-        cut = budget is not None and budget.cut
+    value: Any
+    try:
+        value = _json_decode(text)
+    except (msgspec.DecodeError, ValueError, RecursionError):
+        value = _NOT_JSON
+    budget = _Budget(limit, margin) if limit is not None else None
+    if value is _NOT_JSON:  # free-form text: redacted as it is
+        text = redact(text if budget is None else budget.take(text))
+    elif value.__class__ is str:  # a JSON string: its decoded text
+        text = redact(value if budget is None else budget.take(value))
+    else:
+        redacted = redact_value(value, 0, budget)
+        if redacted != value:
+            text = _json_encode(redacted).decode("utf-8")
+    cut = budget is not None and budget.cut
     if limit is not None and len(text) > limit:
         return text[:limit], True
     return text, cut

@@ -11,8 +11,8 @@ Pattern conventions (placeholders the engine fills in):
   one pattern. A pattern without it masks its whole match.
 * ``{K}`` marks the key's group of a *context* rule, whose value is judged by
   :func:`judge` before it is masked.
-* ``{B}`` is a word boundary (``\\b``). The engine also builds a looser twin without it,
-  to pre-check JSON text where ``\\n`` escapes glue words together.
+* ``{B}`` and ``{E}`` are word boundaries before and after (not ``\\b``, which would keep
+  RE2 off its DFA: see the engine); a shape without ``{S}`` masks what is between them.
 
 Bare hex strings, UUIDs and hashes are never a shape on their own (session ids, commit
 SHAs and path hashes are not secrets): vendors whose keys have no prefix (Datadog,
@@ -72,7 +72,7 @@ VENDOR_SHAPES: tuple[Shape, ...] = (
     ),
     Shape("atlassian_token", r"{B}(?:ATBB[A-Za-z0-9_=.-]{28,}|ATATT3[A-Za-z0-9_=.-]{30,}|ATCTT3[A-Za-z0-9_=.-]{30,})"),
     # Cloud providers.
-    Shape("aws_access_key", r"{B}(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[0-9A-Z]{16}\b"),
+    Shape("aws_access_key", r"{B}(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[0-9A-Z]{16}{E}"),
     Shape("azure_storage_key", r"(?i:{B}(?:AccountKey|SharedAccessKey)=)(?P<{S}>[A-Za-z0-9+/=]{20,})"),
     Shape("azure_sas", r"(?i:{B}SharedAccessSignature=(?:SharedAccessSignature )?)(?P<{S}>[^;\s\"'\\]{8,})"),
     Shape("azure_client_secret", r"{B}[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}"),
@@ -80,7 +80,7 @@ VENDOR_SHAPES: tuple[Shape, ...] = (
     Shape("google_oauth_secret", r"{B}GOCSPX-[A-Za-z0-9_-]{24,}"),
     Shape("google_oauth_token", r"{B}(?:ya29\.[0-9A-Za-z_-]{20,}|1//0[0-9A-Za-z_-]{30,})"),
     Shape("digitalocean_token", r"{B}do[opr]_v1_[a-f0-9]{64}"),
-    Shape("alibaba_key", r"{B}LTAI[A-Za-z0-9]{12,20}\b"),
+    Shape("alibaba_key", r"{B}LTAI[A-Za-z0-9]{12,20}{E}"),
     Shape("hashicorp_token", r"{B}(?:hv[sbr]\.[A-Za-z0-9_-]{24,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,})"),
     Shape("doppler_token", r"{B}dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
     Shape("pulumi_token", r"{B}pul-[a-f0-9]{40}"),
@@ -88,22 +88,22 @@ VENDOR_SHAPES: tuple[Shape, ...] = (
     Shape("flyio_token", r"{B}fo1_[A-Za-z0-9_-]{40,}"),
     Shape("netlify_token", r"{B}nfp_[A-Za-z0-9]{36,}"),
     # Package registries.
-    Shape("npm_token", r"{B}npm_[A-Za-z0-9]{36}\b"),
+    Shape("npm_token", r"{B}npm_[A-Za-z0-9]{36}{E}"),
     Shape("pypi_token", r"{B}pypi-[A-Za-z0-9_-]{50,}"),
     Shape("rubygems_key", r"{B}rubygems_[a-f0-9]{48}"),
-    Shape("nuget_key", r"{B}oy2[a-z0-9]{43}\b"),
+    Shape("nuget_key", r"{B}oy2[a-z0-9]{43}{E}"),
     # Chat and payment APIs.
     Shape("slack_token", r"{B}(?:xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})"),
     Shape("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{10,}"),
     Shape("discord_webhook", r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,20}/[A-Za-z0-9_-]{20,}"),
-    Shape("discord_token", r"{B}[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}\b"),
-    Shape("telegram_bot_token", r"{B}[0-9]{8,10}:AA[0-9A-Za-z_-]{33}\b"),
+    Shape("discord_token", r"{B}[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}{E}"),
+    Shape("telegram_bot_token", r"{B}[0-9]{8,10}:AA[0-9A-Za-z_-]{33}{E}"),
     Shape("stripe_key", r"{B}(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
-    Shape("twilio_key", r"{B}SK[0-9a-fA-F]{32}\b"),
+    Shape("twilio_key", r"{B}SK[0-9a-fA-F]{32}{E}"),
     Shape("sendgrid_key", r"{B}SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}"),
-    Shape("mailgun_key", r"{B}key-[0-9a-zA-Z]{32}\b"),
-    Shape("mailchimp_key", r"{B}[0-9a-f]{32}-us[0-9]{1,2}\b"),
-    Shape("shopify_token", r"{B}shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"),
+    Shape("mailgun_key", r"{B}key-[0-9a-zA-Z]{32}{E}"),
+    Shape("mailchimp_key", r"{B}[0-9a-f]{32}-us[0-9]{1,2}{E}"),
+    Shape("shopify_token", r"{B}shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}{E}"),
     Shape("square_token", r"{B}(?:sq0atp-[0-9A-Za-z_-]{22}|sq0csp-[0-9A-Za-z_-]{43}|EAAA[A-Za-z0-9_-]{60})"),
     Shape("braintree_token", r"access_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}"),
     Shape("linear_key", r"{B}lin_(?:api|oauth)_[A-Za-z0-9]{40}"),
@@ -130,29 +130,29 @@ VENDOR_SHAPES: tuple[Shape, ...] = (
 
 #: Substrings that make a key a candidate; :func:`judge` decides from its words.
 _KEY_WORDS = r"pass|pwd|secret|token|key|auth|cred|cookie"
-_KEY = r"(?P<{K}>[A-Za-z0-9_.-]{0,32}?(?i:" + _KEY_WORDS + r")[A-Za-z0-9_.-]{0,32})"
-_FLAG = r"(?P<{K}>[A-Za-z0-9_-]{0,32}?(?i:" + _KEY_WORDS + r")[A-Za-z0-9_-]{0,32})"
+_KEY = r"(?P<{K}>[A-Za-z0-9_.-]*(?i:" + _KEY_WORDS + r")[A-Za-z0-9_.-]*)"
+_FLAG = r"(?P<{K}>[A-Za-z0-9_-]*(?i:" + _KEY_WORDS + r")[A-Za-z0-9_-]*)"
 #: A value: double-quoted, single-quoted (an escaped quote inside JSON text too) or bare.
 _VALUE = (
-    r"(?:\\{0,3}\"(?P<{S}>[^\"\\\r\n]+)|\\{0,3}'(?P<{S}>[^'\\\r\n]+)"
+    r"(?:\\*\"(?P<{S}>[^\"\\\r\n]+)|\\*'(?P<{S}>[^'\\\r\n]+)"
     r"|(?P<{S}>[^\s\"'\\,;{}()\[\]<>`|&]+))"
 )
-_KEY_END = r"(?:\\{0,3}[\"'`])?[ \t]{0,8}"
+_KEY_END = r"(?:\\*[\"'`])?[ \t]*"
 
 CONTEXT_SHAPES: tuple[Shape, ...] = (
     # ``key: rest of the line`` (YAML, INI, HTTP headers) when a space follows the colon.
     Shape(
         "key_line",
-        _KEY + r"[ \t]{0,8}:[ \t]{1,8}(?P<{S}>[^\s\"'\\#`][^\r\n\"'\\#`]*)",
+        _KEY + r"[ \t]*:[ \t]+(?P<{S}>[^\s\"'\\#`][^\r\n\"'\\#`]*)",
         "key",
     ),
     # ``key=value``, ``"key": "value"``, ``key := value``, TOML/INI ``key = "value"``.
-    Shape("key_value", _KEY + _KEY_END + r"(?::=|=>|\+=|[:=])[ \t]{0,8}" + _VALUE, "key"),
+    Shape("key_value", _KEY + _KEY_END + r"(?::=|=>|\+=|[:=])[ \t]*" + _VALUE, "key"),
     # ``--password value`` / ``-token value``: a secret-naming flag and its next argument.
     Shape(
         "flag_value",
-        r"(?:^|[\s\"']|\\[nrt])--?" + _FLAG + r"[ \t]+(?:\\{0,3}\"(?P<{S}>[^\"\\\r\n]+)"
-        r"|\\{0,3}'(?P<{S}>[^'\\\r\n]+)|(?P<{S}>[^\s\"'\\;|&<>`-][^\s\"'\\;|&<>`]*))",
+        r"(?:^|[\s\"']|\\[nrt])--?" + _FLAG + r"[ \t]+(?:\\*\"(?P<{S}>[^\"\\\r\n]+)"
+        r"|\\*'(?P<{S}>[^'\\\r\n]+)|(?P<{S}>[^\s\"'\\;|&<>`-][^\s\"'\\;|&<>`]*))",
         "key",
     ),
     # ``.netrc``: ``login <user> password <pw>``, or ``password <pw>`` on its own line.
