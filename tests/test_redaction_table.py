@@ -527,3 +527,24 @@ def test_leak_finder_finds_every_form_and_fragment() -> None:
         assert finder.leaks(b"xx " + form.encode() + b" yy"), form
     assert finder.leaks(b"..." + secret[7 : 7 + FRAGMENT].encode() + b"...")
     assert not finder.leaks(b"..." + secret[7 : 7 + FRAGMENT - 1].encode() + b"...")
+
+
+def test_store_paths_in_listings_summaries_and_errors_are_redacted(tmp_path: Path) -> None:
+    """Not only events: ``sources --json``, the scan summary and error lines pass the same
+    redactor (a store directory named after a token is enough to leak one)."""
+    token = "ghp_" + "".join(ch for _n, _t, s in ITEMS for ch in s if ch.isalnum())[:36]
+    home = tmp_path / "home"
+    session = home / ".claude" / "projects" / f"-home-dev-{token}" / "s.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text(json.dumps({"type": "user", "sessionId": "s", "uuid": "u1", "timestamp":
+                                   "2026-11-20T10:00:00.000Z", "message": {"role": "user", "content": "hi"}}) + "\n")
+    listing = run_cli(["sources", "--root", str(home), "--json"], home)
+    assert "projects" in listing.stdout and token not in listing.stdout + listing.stderr
+    out = tmp_path / "out"
+    scan = run_cli(["scan", "--once", "--root", str(home), "--json", "--log-path", str(out / "e.jsonl"),
+                    "--state-path", str(out / "s.sqlite"), "--install-inventory-disabled"], home)
+    assert token not in scan.stdout + scan.stderr + (out / "e.jsonl").read_text()
+    refused = run_cli(["scan", "--once", "--root", str(home / token), "--log-path", str(out / "e.jsonl"),
+                       "--state-path", str(out / "s.sqlite")], home, check=False)
+    assert "no agent session stores found" in refused.stderr
+    assert token not in refused.stdout + refused.stderr

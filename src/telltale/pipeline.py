@@ -48,6 +48,7 @@ from telltale.events.loss import (
     source_removed,
     source_reset,
 )
+from telltale.events.redaction import redact_document
 from telltale.index import schema as index_schema
 from telltale.index.documents import event_id_of
 from telltale.index.upkeep import index_window
@@ -75,7 +76,9 @@ Item = tuple[str, bytes]
 
 
 def _item(doc: dict[str, Any]) -> Item:
-    return str(doc["event"]["id"]), _encoder.encode(doc)
+    """A health, inventory or alert document, encoded: every string through the redactor
+    (a store path or an error message may hold anything)."""
+    return str(doc["event"]["id"]), _encoder.encode(redact_document(doc))
 
 
 #: A step run at the end of an emitting scan (the inventory): the events it adds, and a

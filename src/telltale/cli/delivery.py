@@ -18,6 +18,7 @@ from typing import Any
 
 from telltale.cli.common import add_wait_lock_argument, state_lock
 from telltale.errors import UsageError
+from telltale.events.redaction import redact_document
 from telltale.state import state_errors
 
 
@@ -54,7 +55,7 @@ def _status(args: argparse.Namespace) -> int:
     except FileNotFoundError:
         raise UsageError(f"no state database at {path} (use --state-path)") from None
     if args.json:
-        print(json.dumps([asdict(r) for r in rows], indent=2))
+        print(json.dumps(redact_document([asdict(r) for r in rows]), indent=2))
         return 0
     if not rows:
         print("no remote outputs and nothing queued")
@@ -130,7 +131,7 @@ def _run(args: argparse.Namespace) -> int:
             Deliverer(path, sinks, policies=policies) as deliverer:
         report = deliverer.run_once()
     if args.json:
-        print(json.dumps(_report_json(report), indent=2))
+        print(json.dumps(redact_document(_report_json(report)), indent=2))
     else:
         for name, rep in report.sinks.items():
             line = f"{name}: {rep.acked} delivered, {rep.retried} to retry, {rep.rejected} dead-lettered"

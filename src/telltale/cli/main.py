@@ -59,6 +59,13 @@ def _tune_gc() -> None:
     gc.set_threshold(10_000, 20, 20)
 
 
+def _redacted(line: str) -> str:
+    """An error line through the redactor (a path or a value in it may hold anything)."""
+    from telltale.events.redaction import redact
+
+    return redact(line)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     only = READ_COMMANDS.get(words[0]) if words else None
@@ -73,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = handler(args)
         return code
     except TelltaleError as exc:
-        print(f"telltale: error: {exc}", file=sys.stderr)
+        print(_redacted(f"telltale: error: {exc}"), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return ExitCode.SIGINT

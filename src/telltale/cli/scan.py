@@ -24,6 +24,7 @@ from telltale.cli.common import (
 )
 from telltale.delivery import deliver_after_scan
 from telltale.errors import StateLocked, UsageError
+from telltale.events.redaction import redact, redact_document
 from telltale.exitcodes import ExitCode
 from telltale.pipeline import ScanResult
 
@@ -127,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         except StateLocked as exc:
             if stop.event.is_set():
                 return ExitCode.OK
-            print(f"telltale: error: {exc}", file=sys.stderr)
+            print(redact(f"telltale: error: {exc}"), file=sys.stderr)
             code = ExitCode.LOCKED  # this iteration only: the loop keeps running (DECISIONS)
         if code not in (ExitCode.OK, ExitCode.WARNINGS, ExitCode.LOCKED):
             return code
@@ -154,11 +155,11 @@ def _locked_scan(
     args: argparse.Namespace, options: Any, detector: Any, delivery: Any, discovery: Any, stop: _Stop
 ) -> int:
     for issue in discovery.errors:
-        print(f"telltale: discovery: {issue.reason}: {issue.path}", file=sys.stderr)
+        print(redact(f"telltale: discovery: {issue.reason}: {issue.path}"), file=sys.stderr)
     if not discovery.sources and not discovery.errors:
         print(
-            f"telltale: no agent session stores found (root {args.root!r}); nothing to scan. "
-            "Run `telltale sources` to see where Telltale looks.",
+            redact(f"telltale: no agent session stores found (root {args.root!r}); nothing to scan. ")
+            + "Run `telltale sources` to see where Telltale looks.",
             file=sys.stderr,
         )
     errors = [{"reason": i.reason, "path_hash": _hash(i.path)} for i in discovery.errors]
@@ -256,6 +257,7 @@ def _print_summary(result: ScanResult, *, as_json: bool, delivery: dict[str, Any
     summary = result.as_dict()
     if delivery:
         summary["delivery"] = delivery
+    summary = redact_document(summary)  # what is printed passes the same redactor as events
     if as_json:
         sys.stdout.write(msgspec.json.encode(summary).decode() + "\n")
         return

@@ -18,6 +18,7 @@ import msgspec
 from telltale.discovery import DiscoveryIssue, DiscoveryOptions, DiscoveryResult, check_root, discover
 from telltale.discovery.api import ProbedPlace
 from telltale.events.envelope import path_hash
+from telltale.events.redaction import redact, redact_document
 from telltale.exitcodes import ExitCode
 from telltale.sources.registry import unsupported_reason
 from telltale.sources.spec import Source
@@ -95,9 +96,9 @@ def issue_record(issue: DiscoveryIssue) -> dict[str, str]:
 def write_json(result: DiscoveryResult, out: TextIO) -> None:
     encoder = msgspec.json.Encoder()
     for source in result.sources:
-        out.write(encoder.encode(source_record(source)).decode("utf-8") + "\n")
+        out.write(encoder.encode(redact_document(source_record(source))).decode("utf-8") + "\n")
     for issue in result.errors:
-        out.write(encoder.encode(issue_record(issue)).decode("utf-8") + "\n")
+        out.write(encoder.encode(redact_document(issue_record(issue))).decode("utf-8") + "\n")
 
 
 def write_table(result: DiscoveryResult, out: TextIO, err: TextIO) -> None:
@@ -217,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
         write_probes(result, sys.stdout, as_json=as_json)
         where = "this host's environment" if args.root == "." else display_path(args.root)
         found = "no session stores found" if not result.sources else "no readable session stores found"
-        print(f"telltale: {found} (root: {where}); the places probed are listed above with their status and "
-              "the variables that move each store", file=sys.stderr)
+        print(redact(f"telltale: {found} (root: {where}); the places probed are listed above with their status and "
+              "the variables that move each store"), file=sys.stderr)
     sys.stdout.flush()
     return ExitCode.OK if usable else ExitCode.FAILED

@@ -28,6 +28,7 @@ from telltale.cli.common import (
     state_lock,
 )
 from telltale.errors import StateLocked, UsageError
+from telltale.events.redaction import redact, redact_document
 from telltale.pipeline import ScanResult
 from telltale.watch.loop import DEFAULT_POLL_RATE, AlertQueue, ScanRequest, WatchConfig, WatchSession
 from telltale.watch.native import DEFAULT_MAX_WATCHES
@@ -124,14 +125,14 @@ def run(args: argparse.Namespace) -> int:
     first = checked_discovery(args, options)  # fixture guard and path refusal before anything starts
     if not first.store_roots and first.pending_roots:
         print(
-            f"telltale: watch: no session store directory exists yet (root {args.root!r}); waiting for one "
-            "to appear.",
+            redact(f"telltale: watch: no session store directory exists yet (root {args.root!r}); waiting for one ")
+            + "to appear.",
             file=sys.stderr,
         )
     elif not first.store_roots:
         print(
-            f"telltale: watch: no session store directory can appear under root {args.root!r}; only the "
-            "initial scan runs (use --rescan-interval-seconds to look again periodically).",
+            redact(f"telltale: watch: no session store directory can appear under root {args.root!r}; only the ")
+            + "initial scan runs (use --rescan-interval-seconds to look again periodically).",
             file=sys.stderr,
         )
     stopping = threading.Event()
@@ -211,6 +212,7 @@ def _print_line(result: ScanResult, request: ScanRequest, *, as_json: bool, deli
     summary["targeted"] = request.targeted
     if delivery:
         summary["delivery"] = delivery
+    summary = redact_document(summary)  # what is printed passes the same redactor as events
     if as_json:
         sys.stdout.write(msgspec.json.encode(summary).decode() + "\n")
     else:

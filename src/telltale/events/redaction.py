@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 from typing import Any
 
 import msgspec
@@ -134,18 +135,12 @@ def _plain(shape: Shape) -> str:
     return _strip_groups(_body(shape)[0])
 
 
+_GROUP = re.compile(r"\(\?P<[A-Za-z0-9_]+>")
+
+
 def _strip_groups(pattern: str) -> str:
-    """Turn every ``(?P<name>`` into ``(?:``."""
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("(?P<", i):
-            out.append("(?:")
-            i = pattern.index(">", i) + 1
-        else:
-            out.append(pattern[i])
-            i += 1
-    return "".join(out)
+    """Turn every ``(?P<name>`` into ``(?:`` (our own patterns: ``re`` is fine here)."""
+    return _GROUP.sub("(?:", pattern)
 
 
 _COUNT = re2.compile(r"\{([0-9]+)(?:,([0-9]*))?\}")
@@ -191,11 +186,26 @@ def _set(shapes: tuple[Shape, ...], anchor: Any) -> Any:
 #    listed shape wins) runs alone, with its groups, and says where the secret is.
 # A candidate no exact shape matches is stepped over. (One alternation with groups would
 # do all three, but RE2 then runs an NFA over a program of every shape on each match.)
+# Only the alternation is compiled at import (every value is pre-checked with it); the
+# set and the single shapes when a first candidate is met (a CLI run without one, such as
+# ``telltale sources``, never pays for them).
 _FIND = _alternation(_SHAPES)
-_WHICH = _set(_SHAPES, _ANCHOR_START)
-_ALTERNATIVES = tuple(_Alternative(shape) for shape in _SHAPES)
-#: Vendor shapes alone: the kind of a value a context rule masks (``TOKEN=glpat-...``).
-_VENDOR = _set(VENDOR_SHAPES, _UNANCHORED)
+
+
+@functools.cache
+def _which() -> Any:
+    return _set(_SHAPES, _ANCHOR_START)
+
+
+@functools.cache
+def _alternatives() -> tuple[_Alternative, ...]:
+    return tuple(_Alternative(shape) for shape in _SHAPES)
+
+
+@functools.cache
+def _vendor() -> Any:
+    """Vendor shapes alone: the kind of a value a context rule masks (``TOKEN=glpat-...``)."""
+    return _set(VENDOR_SHAPES, _UNANCHORED)
 #: Bytes after a candidate's start that the set looks at to tell which shapes match
 #: there (every shape is decided within it; the chosen shape then runs on all the text).
 _WHICH_WINDOW = 4_096
@@ -203,7 +213,7 @@ _WHICH_WINDOW = 4_096
 
 def _vendor_kind(value: str) -> str | None:
     """The vendor kind of the first-listed shape found in ``value``, if any."""
-    found = _VENDOR.Match(value.encode("utf-8", "surrogatepass"))
+    found = _vendor().Match(value.encode("utf-8", "surrogatepass"))
     return VENDOR_SHAPES[min(found)].kind if found else None
 
 
@@ -255,7 +265,8 @@ def _redact_bytes(data: bytes) -> bytes:
     """Replace every secret in ``data`` (UTF-8) by its marker, in one left-to-right pass."""
     size = len(data)
     find = _FIND._regexp.Match
-    which = _WHICH.Match
+    which = _which().Match
+    alternatives = _alternatives()
     pieces: list[bytes] = []
     pos = 0  # bytes before ``pos`` are in ``pieces``
     look = 0  # where the next candidate is looked for
@@ -268,9 +279,9 @@ def _redact_bytes(data: bytes) -> bytes:
         for index in sorted(which(data[start : start + _WHICH_WINDOW])):
             # The set sees a window alone; the shape itself runs in the real context
             # (boundaries at its edges), and the first that matches there is it.
-            spans = _ALTERNATIVES[index].match(_ANCHOR_START, data, start, size)
+            spans = alternatives[index].match(_ANCHOR_START, data, start, size)
             if spans[0][0] >= 0:
-                alt = _ALTERNATIVES[index]
+                alt = alternatives[index]
                 break
         if alt is None:  # a candidate of the relaxed shapes only
             look = start + 1
