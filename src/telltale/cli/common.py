@@ -6,11 +6,12 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from telltale.cli.paths import default_log_path, default_state_dir, default_state_path
 from telltale.delivery import Delivery
+from telltale.detect.loader import LoadIssue, RuleSet
 from telltale.discovery import DiscoveryOptions, DiscoveryResult, check_root, discover
 from telltale.errors import UsageError
 from telltale.events.envelope import ContentMode
@@ -70,6 +71,7 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-rotate-keep", type=int, default=5, metavar="N")
     parser.add_argument("--rules", action="append", metavar="FILE", help="extra rule file (repeatable, additive)")
     parser.add_argument("--no-default-rules", action="store_true", help="do not load the default rule pack")
+    add_sigma_argument(parser)
     parser.add_argument("--allowlist", action="append", metavar="FILE", help="allowlist file (repeatable)")
     parser.add_argument("--no-detect", action="store_true", help="emit activity only; run no rules")
     parser.add_argument(
@@ -89,6 +91,33 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--window-bytes", type=_size, default=WINDOW_BYTES, help=argparse.SUPPRESS)
 
 
+def add_sigma_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sigma",
+        action="append",
+        metavar="FILE|DIR",
+        help="Sigma rule file or directory (repeatable; needs the telltale[sigma] extra): process_creation, "
+        "file_event/file_access and network_connection/proxy rules run on agent tool calls; a rule Telltale "
+        "cannot evaluate is reported and not loaded",
+    )
+
+
+def sigma_ruleset(
+    args: argparse.Namespace, rule_files: Sequence[str], *, include_default: bool, report: bool = True
+) -> RuleSet:
+    """Rule files plus ``--sigma`` rules; with ``report``, each Sigma rule not loaded gets one
+    line on stderr."""
+    from telltale.detect.loader import load_rule_files
+    from telltale.detect.sigma.load import add_sigma
+    from telltale.events.redaction import redact
+
+    ruleset = load_rule_files(rule_files, include_default=include_default)
+    for issue in add_sigma(ruleset, tuple(getattr(args, "sigma", None) or ())):
+        if report and issue.level == "warning":
+            print(redact(f"telltale: sigma: {issue}"), file=sys.stderr)
+    return ruleset
+
+
 def discovery_options(args: argparse.Namespace) -> DiscoveryOptions:
     check_root(args.root)
     return DiscoveryOptions(
@@ -101,6 +130,14 @@ def discovery_options(args: argparse.Namespace) -> DiscoveryOptions:
 def load_detector(args: argparse.Namespace) -> Detector | None:
     if getattr(args, "no_detect", False):
         return None
+    if getattr(args, "sigma", None):
+        from telltale.detect.allowlist import load_allowlists
+        from telltale.detect.engine import DetectionEngine
+
+        ruleset = sigma_ruleset(args, tuple(args.rules or ()), include_default=not args.no_default_rules)
+        ruleset.raise_for_errors()
+        sigma_engine = DetectionEngine(ruleset, load_allowlists(tuple(args.allowlist or ())))
+        return None if sigma_engine.empty else sigma_engine
     if not args.rules and not args.allowlist and not args.no_default_rules:
         # Only the shipped pack: compiled when a changed source is about to be read.
         from telltale.detect.lazy import LazyDetector
@@ -161,6 +198,16 @@ def checked_discovery(args: argparse.Namespace, options: ScanOptions) -> Discove
     return result
 
 
+def _not_loaded(detector: Detector | None) -> list[LoadIssue]:
+    """The rules of the detector's rule set that were reported and not loaded (Sigma)."""
+    from telltale.detect.sigma.load import NOT_LOADED
+
+    ruleset = getattr(detector, "ruleset", None)
+    if not isinstance(ruleset, RuleSet):
+        return []
+    return [i for i in ruleset.issues if i.level == "warning" and i.message.startswith(NOT_LOADED)]
+
+
 def make_scanner(
     options: ScanOptions,
     detector: Detector | None,
@@ -168,6 +215,11 @@ def make_scanner(
     progress: Callable[[str, int], None] | None = None,
     extra_events: Any = None,
 ) -> Scanner:
+    not_loaded = _not_loaded(detector)
+    if not_loaded:
+        from telltale.detect.sigma.health import not_loaded_hook
+
+        extra_events = not_loaded_hook(not_loaded, extra_events)
     return Scanner(options, detector=detector, progress=progress, extra_events=extra_events)
 
 

@@ -14,8 +14,10 @@ from typing import Any
 
 import msgspec
 
-from telltale.detect.loader import RuleSet, default_rule_texts, load_rule_files, resolve_selector
+from telltale.cli.common import add_sigma_argument, sigma_ruleset
+from telltale.detect.loader import RuleSet, default_rule_texts, resolve_selector
 from telltale.detect.model import severity_for
+from telltale.detect.sigma.load import NOT_LOADED
 from telltale.errors import UsageError
 from telltale.exitcodes import ExitCode
 
@@ -31,17 +33,20 @@ def register(subparsers: Any) -> None:
     p_list = sub.add_parser("list", help="list rules and sequences (id, kind, severity, category, enabled)")
     p_list.add_argument("--rules", action="append", default=[], metavar="FILE", help="extra rule file (repeatable)")
     p_list.add_argument("--no-default-rules", action="store_true", help="leave out the default pack")
+    add_sigma_argument(p_list)
     p_list.add_argument("--json", action="store_true", help="one JSON object per line")
     p_list.set_defaults(handler=run_list)
 
     p_val = sub.add_parser("validate", help="check rule files; print located errors; exit 1 on error")
-    p_val.add_argument("files", nargs="+", metavar="FILE")
+    p_val.add_argument("files", nargs="*", metavar="FILE")
     p_val.add_argument("--no-default-rules", action="store_true", help="do not resolve names against the default pack")
+    add_sigma_argument(p_val)
     p_val.set_defaults(handler=run_validate)
 
     p_test = sub.add_parser("test", help="run the positive/negative cases embedded in rule files")
-    p_test.add_argument("files", nargs="+", metavar="FILE")
+    p_test.add_argument("files", nargs="*", metavar="FILE")
     p_test.add_argument("--no-default-rules", action="store_true", help="load only FILE")
+    add_sigma_argument(p_test)
     p_test.add_argument("--verbose", "-v", action="store_true", help="print passing cases too")
     p_test.set_defaults(handler=run_test)
 
@@ -98,8 +103,15 @@ def _rows(ruleset: RuleSet) -> list[dict[str, Any]]:
     return rows
 
 
+def _sigma_paths(args: argparse.Namespace) -> list[str]:
+    paths: list[str] = list(args.sigma or ())
+    if not args.files and not paths:
+        raise UsageError(f"rules {args.rules_command}: give one or more rule files or --sigma FILE|DIR")
+    return paths
+
+
 def run_list(args: argparse.Namespace) -> int:
-    ruleset = load_rule_files(args.rules, include_default=not args.no_default_rules)
+    ruleset = sigma_ruleset(args, args.rules, include_default=not args.no_default_rules)
     ruleset.raise_for_errors()
     rows = _rows(ruleset)
     out = sys.stdout
@@ -118,7 +130,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_validate(args: argparse.Namespace) -> int:
     files = [os.fspath(f) for f in args.files]
-    ruleset = load_rule_files(files, include_default=not args.no_default_rules)
+    sigma = _sigma_paths(args)
+    ruleset = sigma_ruleset(args, files, include_default=not args.no_default_rules, report=False)
     for issue in ruleset.issues:
         print(issue)
     if ruleset.errors:
@@ -129,6 +142,10 @@ def run_validate(args: argparse.Namespace) -> int:
         seqs = sum(1 for s in ruleset.sequences if s.path == path)
         mods = sum(1 for m in ruleset.modifiers if m.path == path)
         print(f"{path}: ok ({rules} rules, {seqs} sequences, {mods} modifiers)")
+    if sigma:
+        loaded = sum(1 for r in ruleset.rules if r.sigma is not None)
+        skipped = sum(1 for i in ruleset.issues if i.message.startswith(NOT_LOADED))
+        print(f"sigma: {loaded} rule(s) loaded, {skipped} not loaded from " + ", ".join(sigma))
     return 0
 
 
@@ -137,19 +154,21 @@ def run_test(args: argparse.Namespace) -> int:
     from telltale.detect.engine import DetectionEngine
 
     files = [os.fspath(f) for f in args.files]
-    ruleset = load_rule_files(files, include_default=not args.no_default_rules)
+    _sigma_paths(args)
+    ruleset = sigma_ruleset(args, files, include_default=not args.no_default_rules)
     if ruleset.errors:
         for issue in ruleset.errors:
             print(issue)
         return ExitCode.USAGE
     engine = DetectionEngine(ruleset)
-    results = run_cases(engine, files)
+    # The cases of the given files and of the Sigma rules (their ``x-telltale-tests``).
+    results = run_cases(engine, [*files, *sorted({r.path for r in ruleset.rules if r.sigma is not None})])
     failed = [r for r in results if not r.passed]
     for result in results:
         if args.verbose or not result.passed:
             print(result)
     if not results:
-        print("no test cases in " + ", ".join(files))
+        print("no test cases in " + ", ".join(files + list(args.sigma or ())))
         return 0
     print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
     return ExitCode.FAILED if failed else ExitCode.OK

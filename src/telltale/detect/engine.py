@@ -252,6 +252,7 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
                 recommendation=spec.recommendation,
                 tool_name=obs.tool_name,
                 source_path=obs.provenance.path,
+                sigma=h.rule.rule.sigma,
             )
             out.append(self._allow(det))
         if window is None:

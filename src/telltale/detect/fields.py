@@ -44,6 +44,8 @@ PIPELINE = 12
 WRITTEN_PATH = 13
 #: files read (shell and file tools alike).
 READ_PATH = 14
+#: The working directory the agent reported for a tool request (``Observation.cwd``).
+CWD = 15
 
 FIELD_NAMES: tuple[str, ...] = (
     "command",
@@ -61,12 +63,13 @@ FIELD_NAMES: tuple[str, ...] = (
     "pipeline",
     "written_path",
     "read_path",
+    "cwd",
 )
 FIELD_INDEX: dict[str, int] = {name: i for i, name in enumerate(FIELD_NAMES)}
 
 #: Fields that describe what a tool was asked to do (one tool-request observation); in a
 #: rule test case, ``file_access`` may stand beside them (the adapter's facet).
-REQUEST_FIELDS = frozenset({"command", "arguments", "file_path", "url", "tool_name", "file_access"})
+REQUEST_FIELDS = frozenset({"command", "arguments", "file_path", "url", "tool_name", "cwd", "file_access"})
 #: Fields whose value is a list, one item per line: a matcher holds when it holds for
 #: one item (equality, ``startswith``/``endswith`` and ``^``/``$`` work per line).
 MULTI_FIELDS = frozenset({PROGRAM, ARGV, PIPELINE, WRITTEN_PATH, READ_PATH})
@@ -90,6 +93,7 @@ FIELD_ATTRS: tuple[str, ...] = (
     "pipelines",
     "written_paths",
     "read_paths",
+    "cwd",
 )
 
 
@@ -125,7 +129,7 @@ KIND_USER = 5
 KIND_FIELDS: tuple[tuple[int, ...], ...] = (
     (),
     (COMMAND, ARGUMENTS, FILE_PATH, URL, TOOL_NAME, COMMAND_NORMALIZED, PROGRAM, ARGV, PIPELINE, WRITTEN_PATH,
-     READ_PATH),
+     READ_PATH, CWD),
     (TOOL_RESULT, TOOL_NAME),
     (ASSISTANT_CONTEXT,),
     (INJECTED_CONTEXT,),
@@ -196,6 +200,7 @@ def case_observation(
             "file_path": fields.get("file_path"),
             "url": fields.get("url"),
             "tool_name": fields.get("tool_name"),
+            "cwd": fields.get("cwd"),
             "file_access": fields.get("file_access"),
         }
     elif names and names <= {"tool_result", "tool_name"}:

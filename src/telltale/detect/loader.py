@@ -27,6 +27,7 @@ from telltale.detect.model import (
     Selection,
     SequenceSpec,
     StepCase,
+    SigmaRef,
     TagsSpec,
     WithinSpec,
     severity_for,
@@ -87,6 +88,8 @@ class Rule:
     filters: tuple[tuple[MatcherDef, ...], ...]
     path: str
     line: int | None
+    #: Compiled from this Sigma rule (telltale.detect.sigma), not written in the rule language.
+    sigma: SigmaRef | None = None
 
 
 @dataclass(frozen=True, slots=True)

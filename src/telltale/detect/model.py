@@ -55,6 +55,7 @@ class StepCase(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_de
     file_path: str | None = None
     url: str | None = None
     tool_name: str | None = None
+    cwd: str | None = None
     tool_result: str | None = None
     user_context: str | None = None
     assistant_context: str | None = None
@@ -74,6 +75,7 @@ class StepCase(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_de
             "file_path",
             "url",
             "tool_name",
+            "cwd",
             "tool_result",
             "user_context",
             "assistant_context",
@@ -183,6 +185,17 @@ class Evidence(msgspec.Struct, frozen=True, kw_only=True):
     rule_id: str
 
 
+class SigmaRef(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Where a rule compiled from a Sigma rule came from: what its alerts name (``rule.uuid``)."""
+
+    id: str
+    title: str
+    level: str
+    tags: tuple[str, ...] = ()
+    status: str | None = None
+    author: str | None = None
+
+
 class Detection(msgspec.Struct, kw_only=True):
     """One alert: a rule that fired on one observation, or a completed sequence."""
 
@@ -211,6 +224,8 @@ class Detection(msgspec.Struct, kw_only=True):
     tool_name: str | None = None
     #: Provenance path of the triggering observation (raw; used for allowlist path hashes).
     source_path: str | None = None
+    #: The Sigma rule this detection's rule was compiled from (``None``: a Telltale rule).
+    sigma: SigmaRef | None = None
 
 
 class WindowEntry(msgspec.Struct, frozen=True, array_like=True):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import msgspec
+
 from telltale.detect.model import Detection
 from telltale.events.envelope import path_hash
 from telltale.events.redaction import bounded, redact, redact_excerpt, value_hash
@@ -74,6 +76,11 @@ def detection_event(det: Detection, base: dict[str, Any]) -> dict[str, Any]:
     }
     if det.references:
         rule["reference"] = det.references[0]
+    if det.sigma is not None:
+        # Compiled from a Sigma rule: its own id, title, level and tags name the alert.
+        rule.update({"uuid": det.sigma.id, "ruleset": "sigma"})
+        if det.sigma.author:
+            rule["author"] = [det.sigma.author]
     threat: dict[str, Any] = {"framework": "MITRE ATT&CK", "technique": {"id": techniques}}
     if subtechniques:
         threat["technique"]["subtechnique"] = {"id": subtechniques}
@@ -93,6 +100,8 @@ def detection_event(det: Detection, base: dict[str, Any]) -> dict[str, Any]:
         "atlas": list(det.atlas),
         "references": list(det.references),
     }
+    if det.sigma is not None:
+        detection["sigma"] = msgspec.to_builtins(det.sigma)
     telltale: dict[str, Any] = {"client": det.client, "source": {"kind": det.source_kind}, "detection": detection}
     if det.source_path:
         telltale["source"]["path_hash"] = path_hash(det.source_path)
