@@ -1,0 +1,412 @@
+"""The scan on real shapes: trees built from the corpus, all-in against the parse-only limit.
+
+Two trees are built from ``/work/shared/corpus`` (``gen_corpus_tree.py``), replicated to
+``--size-mb``: every agent's format, and a Claude-only variant (tool results as Claude Code
+really writes them). For each tree, measured side by side in one run:
+
+* **parse-only limit**: every line of every transcript read and ``msgspec``-decoded
+  (untyped), one core, in this process (SQLite stores are not counted: they have no lines);
+* **cold all-in**: ``python -m telltale scan --once`` with the default rules, from process
+  start to exit, into a fresh state, ``--repeat`` times (wall and CPU of the child, its peak
+  RSS); alternating with ``--no-detect`` runs, whose difference is detection's cost;
+* **no-change re-scan**: the same command again on the state the cold run left;
+* **stages**: one more cold scan through the CLI in a child process whose entry points are
+  wrapped by timers (exclusive time: a nested stage's time is not its parent's):
+  ``read`` (the JSONL line splitter), ``decode`` (the adapters' msgspec decoders),
+  ``adapt`` (the rest of ``acquire``), ``normalise``, ``detect``, ``redact``, ``encode``
+  (event building), ``commit`` (state transactions, read-side index) on the scanning
+  thread, and ``write`` (``writev`` + fsync) on the writer thread, which overlaps. Each is
+  shown in seconds and as MB/s of the tree's bytes; the timers themselves cost a few %;
+* with ``--peer``, ``agent-session-otel inspect --json`` (0.2.0, the Python peer that
+  normalises Claude Code and Codex stores) on the same tree, installed into ``WORK/peer``
+  with pip when absent;
+* with ``--big-mb``, peak RSS of a scan of one Claude transcript of that size made of the
+  corpus's Claude lines repeated.
+
+The page cache is warmed first; report the load average printed with the figures, and
+prefer CPU time when the host is loaded (``--jobs`` runs use more than one core: wall).
+
+    python bench/bench_corpus.py [--size-mb 54] [--repeat 3] [--variant all|claude|both]
+                                 [--peer] [--big-mb 1000] [--work DIR] [--jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from gen_corpus_tree import AGENTS, build, copies_for  # noqa: E402
+
+PEER = "agent-session-otel==0.2.0"
+STAGES = ("read", "decode", "adapt", "normalise", "detect", "redact", "encode", "commit", "other")
+
+
+# -- the tree -------------------------------------------------------------------------
+def tree(corpus: Path, work: Path, variant: str, size_mb: float) -> Path:
+    home = work / f"{variant}-{size_mb:g}" / "home"
+    if not home.exists():
+        agents = ("claude",) if variant == "claude" else AGENTS
+        copies = copies_for(corpus, size_mb, agents)
+        build(corpus, home, copies, agents)
+    return home
+
+
+def files_of(home: Path) -> list[Path]:
+    return sorted(p for p in home.rglob("*") if p.is_file())
+
+
+def warm(files: list[Path]) -> None:
+    for path in files:
+        with path.open("rb") as fh:
+            while fh.read(1 << 20):
+                pass
+
+
+def parse_only(files: list[Path]) -> tuple[float, int]:
+    """CPU seconds to read and decode every line (untyped msgspec), and the bytes read."""
+    import msgspec
+
+    decode = msgspec.json.Decoder().decode
+    size = 0
+    start = time.process_time()
+    for path in files:
+        if path.suffix == ".db":
+            continue
+        size += path.stat().st_size
+        with path.open("rb") as fh:
+            for line in fh:
+                try:  # noqa: SIM105 - zero-cost when nothing is raised
+                    decode(line)
+                except msgspec.DecodeError:
+                    pass
+    return time.process_time() - start, size
+
+
+# -- telltale through its CLI -----------------------------------------------------------
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TELLTALE_")}
+    return dict(env, HOME=str(home), PYTHONPATH=str(REPO / "src"), XDG_CACHE_HOME=str(home.parent / "cache"))
+
+
+def scan_args(home: Path, out: Path, *extra: str) -> list[str]:
+    return ["scan", "--once", "--root", str(home), "--json", "--log-path", str(out / "events.jsonl"),
+            "--state-path", str(out / "state.sqlite"), *extra]
+
+
+@dataclass
+class Run:
+    """One child process: wall, CPU (user+sys) and peak RSS of that child alone, its stdout."""
+
+    wall: float
+    cpu: float
+    rss_mib: float
+    stdout: str
+
+
+def run_child(cmd: list[str], env: dict[str, str]) -> Run:
+    """A child whose rusage is its own: spawned and reaped with ``os.wait4``."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.posix_spawn(cmd[0], cmd, env, file_actions=[
+            (os.POSIX_SPAWN_DUP2, out.fileno(), 1), (os.POSIX_SPAWN_DUP2, err.fileno(), 2)])
+        _, status, usage = os.wait4(pid, 0)
+        wall = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        run = Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out.read().decode())
+        code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 3):
+            raise SystemExit(f"{' '.join(cmd[:5])}... exit {code}: {err.read().decode()[-2000:]}")
+    return run
+
+
+def telltale(home: Path, out: Path, *extra: str) -> Run:
+    return run_child([sys.executable, "-m", "telltale", *scan_args(home, out, *extra)], _env(home))
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+# -- stages: a cold scan with its entry points timed ------------------------------------
+class _Clock:
+    """Exclusive CPU time per stage and thread (``thread_time``: what the host's load does not
+    inflate); entering a stage pauses the one it is nested in."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = defaultdict(float)
+        self.local = threading.local()
+
+    def _stack(self) -> list[str]:
+        stack: list[str] | None = getattr(self.local, "stack", None)
+        if stack is None:
+            base = "other" if threading.current_thread() is threading.main_thread() else "thread"
+            stack = self.local.stack = [base]
+            self.local.last = time.thread_time()
+        return stack
+
+    def enter(self, stage: str) -> None:
+        stack = self._stack()
+        now = time.thread_time()
+        self.spent[stack[-1]] += now - self.local.last
+        stack.append(stage)
+        self.local.last = now
+
+    def leave(self) -> None:
+        stack = self._stack()
+        now = time.thread_time()
+        self.spent[stack.pop()] += now - self.local.last
+        self.local.last = now
+
+    def call(self, stage: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            self.enter(stage)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.leave()
+
+        timed.__wrapped__ = fn  # type: ignore[attr-defined]
+        return timed
+
+    def generator(self, stage: str, fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+        def timed(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            self.enter(stage)
+            try:
+                it = fn(*args, **kwargs)
+                while True:
+                    try:
+                        item = next(it)
+                    except StopIteration:
+                        return
+                    self.leave()
+                    try:
+                        yield item
+                    finally:
+                        self.enter(stage)
+            finally:
+                self.leave()
+
+        return timed
+
+
+class _TimedDecoder:
+    def __init__(self, clock: _Clock, inner: Any) -> None:
+        self._inner = inner
+        self.decode = clock.call("decode", inner.decode)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+_REDACTORS = ("redact", "redact_cached", "redact_excerpt", "redact_document", "redact_arguments", "redact_value")
+
+
+def _instrument(clock: _Clock) -> None:
+    import msgspec
+
+    import telltale.cli.scan  # noqa: F401 - the modules whose names are patched
+    from telltale import pipeline, state
+    from telltale.events import redaction
+    from telltale.readers.jsonl import JsonlReader
+    from telltale.sinks.jsonl import JsonlSink
+
+    originals = {name: getattr(redaction, name) for name in _REDACTORS if hasattr(redaction, name)}
+    timed_redactors = {id(fn): clock.call("redact", fn) for fn in originals.values()}
+    seen_decoders: set[int] = set()
+
+    def sweep() -> None:
+        """Swap redaction functions and adapters' decoders wherever a module holds them."""
+        for name, module in list(sys.modules.items()):
+            if not name.startswith("telltale.") or module is None or name == "telltale.events.redaction":
+                continue
+            for attr, value in list(vars(module).items()):
+                if id(value) in timed_redactors and callable(value):
+                    setattr(module, attr, timed_redactors[id(value)])
+                elif (isinstance(value, msgspec.json.Decoder) and name.startswith("telltale.sources.")
+                      and id(value) not in seen_decoders):
+                    setattr(module, attr, _TimedDecoder(clock, value))
+                    seen_decoders.add(id(value))
+
+    adapter_for = pipeline.adapter_for
+
+    def timed_adapter_for(kind: str) -> Any:
+        adapter = adapter_for(kind)
+        sweep()
+        if not getattr(adapter, "_bench_timed", False):
+            adapter.acquire = clock.generator("adapt", adapter.acquire)
+            adapter._bench_timed = True
+        return adapter
+
+    pipeline.adapter_for = timed_adapter_for  # type: ignore[assignment]
+    pipeline.normalize_batch = clock.call("normalise", pipeline.normalize_batch)  # type: ignore[assignment]
+    scanner = pipeline.Scanner
+    scanner._detect = clock.call("detect", scanner._detect)  # type: ignore[method-assign]
+    scanner._encode_observations = clock.call("encode", scanner._encode_observations)  # type: ignore[method-assign]
+    JsonlReader._lines = clock.generator("read", JsonlReader._lines)  # type: ignore[method-assign]
+    JsonlSink.write = clock.call("write", JsonlSink.write)  # type: ignore[method-assign]
+    for method in ("begin_window", "commit_window", "recover"):
+        setattr(state.StateStore, method, clock.call("commit", getattr(state.StateStore, method)))
+    sweep()
+
+
+def _stage_child(args: list[str], out_json: str) -> int:
+    clock = _Clock()
+    _instrument(clock)
+    from telltale.cli.main import main
+
+    clock._stack()
+    clock.enter("other")
+    cpu0 = time.process_time()
+    code = main(args)
+    clock.leave()  # close the main thread's base stage
+    spent = dict(clock.spent)
+    spent["cpu"] = time.process_time() - cpu0
+    Path(out_json).write_text(json.dumps(spent))
+    return code
+
+
+def stages(home: Path, work: Path) -> dict[str, float]:
+    out = work / "out-stages"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    report = out / "stages.json"
+    cmd = [sys.executable, __file__, "--stage-child", str(report), "--", *scan_args(home, out)]
+    run_child(cmd, _env(home))
+    result: dict[str, float] = json.loads(report.read_text())
+    return result
+
+
+# -- the peer ---------------------------------------------------------------------------
+def peer_command(work: Path) -> list[str] | None:
+    venv = work / "peer"
+    exe = venv / "bin" / "agent-session-otel"
+    if not exe.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        proc = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", PEER], capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"{PEER}: not installable ({proc.stderr.strip().splitlines()[-1:]})")
+            return None
+    return [str(exe), "inspect", "--json"]
+
+
+def big_transcript(corpus: Path, work: Path, size_mb: int) -> Path:
+    """One Claude project holding one transcript of ``size_mb``: the corpus's lines, repeated."""
+    home = work / f"big-{size_mb}" / "home"
+    path = home / ".claude" / "projects" / "-big" / "big.jsonl"
+    if path.exists():
+        return home
+    lines = [line for p in sorted((corpus / "claude-code").rglob("*.jsonl")) for line in p.read_bytes().splitlines()
+             if line.strip()]
+    path.parent.mkdir(parents=True)
+    target = size_mb * 1_000_000
+    with path.open("wb") as fh:
+        while fh.tell() < target:
+            fh.write(b"\n".join(lines) + b"\n")
+    return home
+
+
+# -- the report -------------------------------------------------------------------------
+def load() -> str:
+    return " ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def measure(label: str, home: Path, work: Path, repeat: int, jobs: list[str], peer: list[str] | None) -> None:
+    files = files_of(home)
+    warm(files)
+    total = sum(p.stat().st_size for p in files)
+    mb = total / 1e6
+    limit, parsed = min((parse_only(files) for _ in range(2)), key=lambda r: r[0])
+    print(f"\n== {label}: {mb:.1f} MB, {len(files)} files (load {load()})")
+    print(f"parse-only limit: {limit:.2f}s CPU = {parsed / 1e6 / limit:.0f} MB/s ({parsed / 1e6:.1f} MB of lines)")
+    runs: dict[str, list[Run]] = {"rules": [], "no-detect": []}
+    rescans: list[Run] = []
+    for _ in range(repeat):
+        for name, extra in (("rules", ()), ("no-detect", ("--no-detect",))):
+            out = work / f"out-{name}"
+            shutil.rmtree(out, ignore_errors=True)
+            runs[name].append(telltale(home, out, *jobs, *extra))
+            if name == "rules":
+                rescans.append(telltale(home, out, *jobs))
+    summary = json.loads(runs["rules"][-1].stdout.strip().splitlines()[-1])
+    for name, series in runs.items():
+        wall, cpu = median([r.wall for r in series]), median([r.cpu for r in series])
+        print(f"cold all-in ({name}): wall {wall:.2f}s = {wall / limit:.1f}x limit, CPU {cpu:.2f}s = "
+              f"{cpu / limit:.1f}x limit, {mb / wall:.1f} MB/s; peak RSS {max(r.rss_mib for r in series):.0f} MiB; "
+              f"runs wall {[round(r.wall, 2) for r in series]} CPU {[round(r.cpu, 2) for r in series]}")
+    rules_cpu, plain_cpu = (median([r.cpu for r in runs[n]]) for n in ("rules", "no-detect"))
+    rules_wall, plain_wall = (median([r.wall for r in runs[n]]) for n in ("rules", "no-detect"))
+    print(f"detection cost (A/B medians): CPU +{100 * (rules_cpu - plain_cpu) / plain_cpu:.0f}%, "
+          f"wall +{100 * (rules_wall - plain_wall) / plain_wall:.0f}% of the scan without detection")
+    print(f"events {summary.get('emitted_count')}, detections {summary.get('detection_count')}, "
+          f"sources {len(summary.get('sources', []))}")
+    rescan_wall, rescan_cpu = median([r.wall for r in rescans]), median([r.cpu for r in rescans])
+    print(f"no-change re-scan: wall {rescan_wall:.3f}s, CPU {rescan_cpu:.3f}s "
+          f"(runs {[round(r.wall, 3) for r in rescans]})")
+    spent = stages(home, work)
+    inside = sum(spent.get(s, 0.0) for s in STAGES)
+    print(f"stages (one instrumented cold scan, exclusive CPU seconds per thread; scanning thread {inside:.2f}s, "
+          f"process CPU {spent['cpu']:.2f}s):")
+    for stage in (*STAGES, "write"):
+        sec = spent.get("write" if stage == "write" else stage, 0.0)
+        rate = f"{mb / sec:8.0f} MB/s" if sec > 0 else "       - MB/s"
+        where = " (writer thread, overlaps)" if stage == "write" else f" {100 * sec / inside:5.1f}%"
+        print(f"  {stage:<10}{sec:7.3f}s {rate}{where}")
+    if peer is not None:
+        peer_runs = [run_child(peer, _env(home)) for _ in range(repeat)]
+        pw, pc = median([r.wall for r in peer_runs]), median([r.cpu for r in peer_runs])
+        print(f"{PEER} inspect --json: wall {pw:.2f}s, CPU {pc:.2f}s; telltale all-in is {pw / rules_wall:.1f}x "
+              f"faster (wall), {pc / rules_cpu:.1f}x (CPU); peak RSS {max(r.rss_mib for r in peer_runs):.0f} MiB")
+
+
+def main() -> int:
+    if len(sys.argv) > 3 and sys.argv[1] == "--stage-child":
+        return _stage_child(sys.argv[4:], sys.argv[2])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=Path(os.environ.get("TELLTALE_CORPUS", "/work/shared/corpus")))
+    ap.add_argument("--size-mb", type=float, default=54)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--variant", choices=("all", "claude", "both"), default="both")
+    ap.add_argument("--peer", action="store_true", help=f"compare with {PEER} (pip-installed into WORK/peer)")
+    ap.add_argument("--big-mb", type=int, default=0, help="peak RSS of one Claude transcript of this size")
+    ap.add_argument("--jobs", type=int, default=None, help="pass --jobs N to the scans")
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "telltale-bench-corpus")
+    args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    jobs = ["--jobs", str(args.jobs)] if args.jobs is not None else []
+    peer = peer_command(args.work) if args.peer else None
+    print(f"host: {os.cpu_count()} cores, load {load()}; python {sys.version.split()[0]}")
+    variants = ("all", "claude") if args.variant == "both" else (args.variant,)
+    for variant in variants:
+        home = tree(args.corpus, args.work, variant, args.size_mb)
+        label = "every agent's format" if variant == "all" else "Claude Code only"
+        measure(label, home, args.work, args.repeat, jobs, peer)
+    if args.big_mb:
+        home = big_transcript(args.corpus, args.work, args.big_mb)
+        out = args.work / "out-big"
+        shutil.rmtree(out, ignore_errors=True)
+        run = telltale(home, out, *jobs)
+        print(f"\none {args.big_mb} MB Claude transcript: peak RSS {run.rss_mib:.0f} MiB, wall {run.wall:.1f}s, "
+              f"CPU {run.cpu:.1f}s (load {load()})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
