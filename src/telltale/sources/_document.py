@@ -28,15 +28,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
-import stat
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import msgspec
 
-from telltale.errors import SourceError
 from telltale.model import BoundExceeded, Observation, Quarantine
+from telltale.readers.files import read_document
 from telltale.sources._jsonl_driver import Recorder, decode_failure_reason
 from telltale.sources.base import AcquireContext, Batch, HistoryMode, SourceHealth
 from telltale.sources.spec import Source
@@ -169,33 +167,14 @@ def order_changes(old: Sequence[str], new: Sequence[str]) -> tuple[int, int]:
     return vanished, moved
 
 
-def _read(path: str) -> tuple[bytes, int]:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise SourceError("missing", "the document disappeared before it was read") from None
-    except OSError as exc:
-        raise SourceError("unreadable", type(exc).__name__) from None
-    with os.fdopen(fd, "rb", buffering=0) as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise SourceError("not_regular_file", "the document is not a regular file")
-        if st.st_size > MAX_DOCUMENT_BYTES:
-            raise SourceError("over_budget", f"document over {MAX_DOCUMENT_BYTES} bytes")
-        data = fh.read(MAX_DOCUMENT_BYTES + 1)
-    if len(data) > MAX_DOCUMENT_BYTES:
-        raise SourceError("over_budget", f"document over {MAX_DOCUMENT_BYTES} bytes")
-    return data, st.st_mtime_ns
-
-
 def acquire_document(
     source: Source, cursor: bytes | None, ctx: AcquireContext, handler: DocumentHandler
 ) -> Iterator[Batch]:
     """One batch: the settled entries of ``source`` not accounted for by ``cursor``."""
     prior = decode_document_cursor(cursor) if ctx.history is HistoryMode.INCREMENTAL else None
     prior = prior or DocumentCursor()
-    data, mtime_ns = _read(source.path)
+    data, st = read_document(source.path, MAX_DOCUMENT_BYTES)
+    mtime_ns = st.st_mtime_ns
     digest = hashlib.blake2b(data, digest_size=16).hexdigest()
     if digest == prior.fingerprint and not prior.invalid:
         # Touched or rewritten with the same bytes: nothing can be new, but an entry that

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from telltale.model import Family, Provenance, Stage, TokenUsage, encode_arguments, iso_time
+from telltale.readers.files import read_small
 from telltale.sources._document import DocumentHandler, acquire_document
 from telltale.sources._jsonl_driver import Recorder, json_text
 from telltale.sources.base import AcquireContext, Batch
@@ -57,14 +58,8 @@ class TaskInfo:
 
 def _read_sidecar(path: str, decoder: msgspec.json.Decoder[Any]) -> Any:
     """A small JSON sidecar of the task, or ``None`` (missing, a link, too big, malformed)."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb", buffering=0) as fh:
-        data = fh.read(SIDECAR_BOUND + 1)
-    if len(data) > SIDECAR_BOUND:
+    data = read_small(path, SIDECAR_BOUND)
+    if data is None:
         return None
     try:
         return decoder.decode(data)

@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlsplit
 import msgspec
 
 from telltale.model import Family, Provenance, Stage, encode_arguments, iso_time
+from telltale.readers.files import read_small
 from telltale.sources._document import acquire_document
 from telltale.sources._jsonl_driver import Recorder, json_text
 from telltale.sources.base import AcquireContext, Batch
@@ -70,13 +71,9 @@ class _IndexCache:
 
 
 def _read_index(path: str) -> dict[str, str]:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
+    data = read_small(path, INDEX_BOUND)
+    if data is None:
         return {}
-    with os.fdopen(fd, "rb", buffering=0) as fh:
-        data = fh.read(INDEX_BOUND + 1)
     try:
         entries = wire.session_index.decode(data)
     except msgspec.DecodeError:

@@ -45,6 +45,7 @@ from telltale.model import (
     iso_time,
     make_observation,
 )
+from telltale.readers.files import read_small
 from telltale.readers.sqlite import MAX_CELL_BYTES, Admission, SqliteSnapshot
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
 from telltale.sources.cursor import ide_wire as w
@@ -55,6 +56,8 @@ CLIENT = "cursor"
 GLOBAL_KIND = "cursor.ide_global"
 WORKSPACE_KIND = "cursor.ide_workspace"
 
+#: The ``workspace.json`` beside a workspace database (one folder URI) read at most.
+WORKSPACE_FILE_BOUND = 65_536
 #: One row (a composer, a bubble, an ``ItemTable`` value) read at most; larger ones are
 #: quarantined by key without being delivered. Below the reader's cell limit, so the
 #: reader never fails the source for one row.
@@ -522,17 +525,9 @@ def workspace_folder(db_path: str) -> tuple[str | None, str]:
     directory = os.path.dirname(db_path)
     workspace_id = os.path.basename(directory)
     path = os.path.join(directory, "workspace.json")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
+    data = read_small(path, WORKSPACE_FILE_BOUND)
+    if data is None:
         return None, workspace_id
-    try:
-        data = os.read(fd, 65_536)
-    except OSError:
-        return None, workspace_id
-    finally:
-        os.close(fd)
     try:
         info = w.workspace_file_decoder.decode(data)
     except msgspec.DecodeError:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from collections.abc import Iterator
 
 import msgspec
 
-from telltale.errors import SourceError
 from telltale.model import BoundExceeded, Family, Provenance, Quarantine, iso_time
+from telltale.readers.files import read_document
 from telltale.sources._jsonl_driver import Recorder, decode_failure_reason
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
 from telltale.sources.gemini import layout
@@ -43,33 +42,6 @@ class _Cursor(msgspec.Struct, omit_defaults=True):
 _cursor_decoder = msgspec.json.Decoder(_Cursor)
 
 
-def read_document(path: str, bound: int = DOCUMENT_BOUND) -> bytes:
-    """The whole file, read-only and without following a link; over ``bound`` fails the source."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError as exc:
-        raise SourceError("vanished", "file disappeared") from exc
-    except OSError as exc:
-        raise SourceError("unreadable", f"{type(exc).__name__} errno={exc.errno}") from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise SourceError("unreadable", "not a regular file")
-        if st.st_size > bound:
-            raise SourceError("over_budget", f"document is over {bound} bytes")
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := os.read(fd, 1 << 20):
-            size += len(chunk)
-            if size > bound:
-                raise SourceError("over_budget", f"document is over {bound} bytes")
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
-
-
 def _prior(cursor: bytes | None, ctx: AcquireContext) -> _Cursor:
     if cursor is None or ctx.history is not HistoryMode.INCREMENTAL:
         return _Cursor()
@@ -92,7 +64,7 @@ class GeminiLegacyChatsAdapter:
 
     def acquire(self, source: Source, cursor: bytes | None, ctx: AcquireContext) -> Iterator[Batch]:
         prior = _prior(cursor, ctx)
-        data = read_document(source.path)
+        data, _ = read_document(source.path, DOCUMENT_BOUND)
         sha = hashlib.sha256(data).hexdigest()
         if sha == prior.sha:
             yield Batch(observations=[], quarantined=[], cursor=None, bytes_read=len(data))
@@ -165,7 +137,7 @@ class GeminiLogsAdapter:
 
     def acquire(self, source: Source, cursor: bytes | None, ctx: AcquireContext) -> Iterator[Batch]:
         prior = _prior(cursor, ctx)
-        data = read_document(source.path)
+        data, _ = read_document(source.path, DOCUMENT_BOUND)
         sha = hashlib.sha256(data).hexdigest()
         if sha == prior.sha:
             yield Batch(observations=[], quarantined=[], cursor=None, bytes_read=len(data))

@@ -14,6 +14,8 @@ import os
 
 import msgspec
 
+from telltale.readers.files import read_small
+
 #: ``.project_root`` holds one path; ``projects.json`` one entry per project.
 _ROOT_BOUND = 4_096
 _REGISTRY_BOUND = 1 << 20
@@ -21,34 +23,6 @@ _REGISTRY_BOUND = 1 << 20
 
 class _Registry(msgspec.Struct):
     projects: dict[str, str] = {}
-
-
-def read_small(path: str, bound: int) -> bytes | None:
-    """A regular file's bytes when it is at most ``bound`` long; ``None`` otherwise.
-
-    ``O_NOFOLLOW``: a link planted in place of the file is not followed.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not _is_regular(st.st_mode) or st.st_size > bound:
-            return None
-        data = os.read(fd, bound + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return data if len(data) <= bound else None
-
-
-def _is_regular(mode: int) -> bool:
-    import stat
-
-    return stat.S_ISREG(mode)
 
 
 def project_path(tmp_root: str, project_id: str) -> str | None:
