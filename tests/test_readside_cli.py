@@ -331,6 +331,19 @@ def test_read_commands_fail_in_one_line_without_a_state(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "not a time" in proc.stderr
 
 
+def test_a_missing_or_directory_log_is_one_line_not_a_traceback(scanned: dict[str, Any], tmp_path: Path) -> None:
+    # export and index rebuild read the log; show reads its spans: none of them can go on.
+    for log in (tmp_path / "nowhere.jsonl", tmp_path):
+        for command in (["index", "rebuild"], ["export"], ["show", S2[:13]]):
+            state = tmp_path / "copy.sqlite" if command[0] == "index" else scanned["state"]
+            proc = run_cli([*command, "--state-path", str(state), "--log-path", str(log)], scanned["home"],
+                           check=False)  # fmt: skip
+            assert proc.returncode == 2, (command, log, proc.stderr)
+            assert proc.stderr == f"telltale: error: no event log at {log} (pass --log-path)\n"
+            assert proc.stdout == ""
+    assert not (tmp_path / "copy.sqlite").exists()  # refused before the state was touched
+
+
 def test_show_full_reads_text_back_only_while_the_store_matches(scanned: dict[str, Any], tmp_path: Path) -> None:
     # The log is in the default mode: message text is only a length and a hash.
     entries = _json(scanned, "show", S2[:13], "--content", "full")

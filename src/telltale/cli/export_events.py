@@ -30,7 +30,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from telltale.errors import UsageError
     from telltale.index.export import Selection, select
 
     filters = readside.filters_of(args)
@@ -42,10 +41,7 @@ def run(args: argparse.Namespace) -> int:
     log_path = readside.log_path_of(args, conn)
     if conn is not None:
         conn.close()
-    import os
-
-    if not os.path.exists(log_path):
-        raise UsageError(f"no event log at {log_path} (pass --log-path)")
+    readside.require_log(log_path)
     selection = Selection(filters, tuple(args.rule or ()), tuple(args.dataset or ()))
     out = sys.stdout.buffer
     if args.format == "jsonl":

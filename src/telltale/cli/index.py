@@ -23,7 +23,6 @@ def register(sub: Any) -> None:
 
 
 def run_rebuild(args: argparse.Namespace) -> int:
-    from telltale.errors import UsageError
     from telltale.index.rebuild import rebuild
     from telltale.state import StateStore
 
@@ -31,9 +30,7 @@ def run_rebuild(args: argparse.Namespace) -> int:
     log_path = args.log_path
     if not log_path:
         log_path = _recorded_log(state_path) or readside.log_path_of(args, None)
-    log_path = os.path.abspath(os.path.expanduser(log_path))
-    if not os.path.exists(log_path):
-        raise UsageError(f"no event log at {log_path} (pass --log-path)")
+    log_path = readside.require_log(os.path.abspath(os.path.expanduser(log_path)))
     import sys
 
     from telltale.lock import LockHolder, writer_lock

@@ -80,6 +80,17 @@ def log_path_of(args: argparse.Namespace, conn: sqlite3.Connection | None) -> st
     return os.path.abspath(default_log_path())
 
 
+def require_log(log_path: str) -> str:
+    """``log_path``, or one clear line (exit 2) when neither it nor a rotated file of it is
+    there to read (a directory is not a log)."""
+    from telltale.errors import UsageError
+    from telltale.index.logfiles import log_files
+
+    if os.path.isdir(log_path) or not log_files(log_path):
+        raise UsageError(f"no event log at {log_path} (pass --log-path)")
+    return log_path
+
+
 def json_lines(rows: Iterable[dict[str, Any]]) -> None:
     write = sys.stdout.write
     for row in rows:

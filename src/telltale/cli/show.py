@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     conn = readside.open_index(args)
     try:
         session = resolve(conn, args.session)
-        timeline = build(conn, session, readside.log_path_of(args, conn))
+        timeline = build(conn, session, readside.require_log(readside.log_path_of(args, conn)))
         if args.content == "full" and not args.log_only:
             _from_stores(conn, timeline.entries)
     finally:
