@@ -354,3 +354,33 @@ def test_anchor_events_that_lead_nowhere_are_ignored(tmp_path: Path) -> None:
     assert flt.classify(ADDED, str(tmp_path / ".claude" / "projects")).action is Action.REDISCOVER
     assert flt.classify(ADDED, str(tmp_path / ".bash_history")).action is Action.IGNORE
     assert flt.classify(ADDED, str(tmp_path / ".claudette")).action is Action.IGNORE
+
+
+@pytest.mark.parametrize("action", ["term", "int"])
+def test_signal_during_a_long_scan_stops_it_at_a_source_boundary(tmp_path: Path, action: str) -> None:
+    """A stop signal in the middle of the initial scan does not wait for the whole scan:
+    it ends at the next source boundary with what it read committed, reports a
+    ``scan_interrupted`` health event, exits 0 (a stop is how a watch ends) and the next
+    scan emits the rest, every event once."""
+    home, out = tmp_path / "home", tmp_path / "out"
+    for s in range(8):
+        write_claude_session(home, f"-work-p{s}", f"sess-{s}", 3)
+    # The third source boundary of the initial scan raises the signal inside the process.
+    w = Watch(home, out, extra_env={"TELLTALE_FAULT": f"source:3:{action}"})
+    first = w.summary()
+    assert w.finish(timeout=30) == 0, w.stderr
+    assert first["interrupted"]["sources_done"] == 2 and first["interrupted"]["sources_total"] == 8
+    health = [e for e in read_events(w.log) if e["event"]["action"] == "scan_interrupted"]
+    assert len(health) == 1
+    conn = sqlite3.connect(f"file:{w.state}?mode=ro", uri=True)
+    try:
+        assert conn.execute("SELECT count(*) FROM pending_window").fetchone() == (0,)
+    finally:
+        conn.close()
+    done = Counter(e["gen_ai"]["conversation"]["id"] for e in acts(w.log))
+    assert 2 <= len(done) <= 3  # the third source stops at its first batch boundary
+    run_cli(["scan", "--once", "--root", str(home), "--log-path", str(w.log), "--state-path", str(w.state),
+             *COMMON], home)
+    events = acts(w.log)
+    assert ids_unique(events)
+    assert Counter(e["event"]["action"] for e in events)["tool_call"] == 8 * 3

@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         config, discover=lambda: checked_discovery(args, options), scan=scan, alerts=alerts,
         changed=scanner.changed_sources,
     )
-    restore = _install_stop(session, stopping)
+    restore = _install_stop(session, stopping, scanner)
     try:
         return session.run(first)
     finally:
@@ -185,16 +185,23 @@ def _inventory_hook(args: argparse.Namespace) -> Any:
     return inventory_hook(args)
 
 
-def _install_stop(session: WatchSession, stopping: threading.Event) -> Any:
-    """SIGINT/SIGTERM: stop after the scan in progress has written and committed.
+def _install_stop(session: WatchSession, stopping: threading.Event, scanner: Any) -> Any:
+    """SIGINT/SIGTERM: the scan in progress stops at its next batch or source boundary
+    (what was read up to there is written and committed, as with ``scan``), then the loop
+    ends with exit 0 — a stop is how a watch (a service) normally ends. A second signal
+    acts at once (SIGINT: exit 130, the pending window is finished by the next run).
 
     The handler only starts a thread that wakes the loop: it runs on the main thread,
     possibly while that thread holds the inbox lock, so it must not take the lock itself.
     """
 
-    def handler(_sig: int, _frame: Any) -> None:
+    def handler(sig: int, _frame: Any) -> None:
         stopping.set()  # ends a wait for the state lock
+        scanner.stop_signal = signal.Signals(sig).name
+        scanner.stop.set()  # a long (initial, rescan) scan stops at the next boundary
         threading.Thread(target=session.request_stop, name="telltale-watch-stop", daemon=True).start()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
 
