@@ -245,10 +245,16 @@ def test_concurrent_scans_and_a_watch_on_one_state_emit_each_event_once(tmp_path
     home = _home(tmp_path)
     out = tmp_path / "out"
     reference = _reference(tmp_path, home, "ref1")
+    printed: list[tuple[str, str, str]] = []  # (who, stdout, stderr): explains a failure
+
+    def finish(name: str, proc: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str, str]:
+        code, stdout, stderr = _finish(proc, timeout)
+        printed.append((f"{name} exit {code}", stdout, stderr))
+        return code, stdout, stderr
 
     # Round 1: two scans at once, both waiting for each other.
     procs = [_popen(home, _scan_args(home, out, "--wait-lock", "120")) for _ in range(2)]
-    assert [_finish(p)[0] for p in procs] == [0, 0]
+    assert [finish(f"round1-{i}", p)[0] for i, p in enumerate(procs)] == [0, 0]
     got = _record_ids(out / "e.jsonl")
     assert max(got.values()) == 1 and set(got) == set(reference)
 
@@ -260,7 +266,7 @@ def test_concurrent_scans_and_a_watch_on_one_state_emit_each_event_once(tmp_path
                           "--iterations", "1"])
     procs = [_popen(home, _scan_args(home, out, "--wait-lock", "120")) for _ in range(2)]
     procs.append(_popen(home, _scan_args(home, out)))
-    codes = [_finish(p) for p in procs]
+    codes = [finish(f"round2-{i}", p) for i, p in enumerate(procs)]
     assert [c for c, _, _ in codes[:2]] == [0, 0]
     code, _, err = codes[2]
     assert code in (0, 75), err
@@ -269,17 +275,31 @@ def test_concurrent_scans_and_a_watch_on_one_state_emit_each_event_once(tmp_path
     # A change the watch scans (its one triggered iteration) while a cron-like scan runs too.
     write_claude_session(home, "-work-p1", "sess-new", 5)
     late = _popen(home, _scan_args(home, out, "--wait-lock", "120"))
-    assert _finish(late)[0] == 0
+    assert finish("late", late)[0] == 0
     # If the late scan took that change first, this one is the watch's (a watch-triggered
     # scan that finds nothing changed is not an iteration).
     write_claude_session(home, "-work-p1", "sess-new", 5, start=5)
-    assert _finish(watch, timeout=60)[0] == 0
-    run_cli(_scan_args(home, out, "--wait-lock", "120"), home)  # settles whatever the watch left
+    assert finish("watch", watch, timeout=60)[0] == 0
+    settled = run_cli(_scan_args(home, out, "--wait-lock", "120"), home)  # settles whatever the watch left
+    printed.append(("settle", settled.stdout, settled.stderr))
 
     final = _reference(tmp_path, home, "ref2")
     got = _record_ids(out / "e.jsonl")
     duplicated = {k: v for k, v in got.items() if v > 1}
     lost = set(final) - set(got)
-    assert not duplicated, f"{len(duplicated)} duplicated event ids"
-    assert not lost, f"{len(lost)} lost event ids"
+    assert not duplicated and not lost, _explain(out / "e.jsonl", duplicated, lost, printed)
     assert set(got) == set(final)
+
+
+def _explain(log: Path, duplicated: dict[str, int], lost: set[str], printed: list[tuple[str, str, str]]) -> str:
+    """What a failure needs to be understood: which events, from where, and what each process said."""
+    lines = [f"{len(duplicated)} duplicated, {len(lost)} lost event ids"]
+    for n, event in enumerate(read_events(log)):
+        if event["event"]["id"] in duplicated or event["event"]["dataset"] == "telltale.health":
+            source = event.get("telltale", {}).get("source", {})
+            lines.append(f"line {n + 1}: {event['event']['dataset']} {event['event'].get('action')} "
+                         f"{event.get('gen_ai', {}).get('conversation', {}).get('id')} {source.get('kind')} "
+                         f"{event['event']['id'] in duplicated}")
+    for who, stdout, stderr in printed:
+        lines.append(f"--- {who}\n{stdout[-3000:]}\n{stderr[-2000:]}")
+    return "\n".join(lines)
