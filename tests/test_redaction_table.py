@@ -548,3 +548,63 @@ def test_store_paths_in_listings_summaries_and_errors_are_redacted(tmp_path: Pat
                        "--state-path", str(out / "s.sqlite")], home, check=False)
     assert "[REDACTED:github_token:" in refused.stderr  # the line is there, the token is not
     assert token not in refused.stdout + refused.stderr
+
+
+def test_read_side_commands_and_store_text_are_redacted(home: Path, tmp_path: Path) -> None:
+    """What the read-side commands print (the index, the log, and ``show --content full``'s
+    text read back from the agent's own store) carries no secret either: the store's text
+    is redacted on its way out as a ``full`` event's is."""
+    finder = LeakFinder(ITEMS)
+    paths = ["--log-path", str(tmp_path / "events.jsonl"), "--state-path", str(tmp_path / "state.sqlite")]
+    run_cli(["scan", "--once", "--root", str(home), "--content", "redacted", *paths,
+             "--install-inventory-disabled"], home, timeout=600)
+    printed: dict[str, str] = {}
+    sessions = run_cli(["sessions", "--json", *paths], home).stdout
+    printed["sessions --json"] = sessions
+    ids = [json.loads(line)["session_id"] for line in sessions.splitlines()]
+    assert len(ids) >= len(WRITERS) - 1, ids  # Copilot's two formats may share one session
+    from_store = 0
+    for session_id in ids:
+        shown = run_cli(["show", session_id, "--content", "full", "--json", *paths], home).stdout
+        from_store += shown.count('"text_from":"store"') + shown.count('"result_from":"store"')
+        printed[f"show {session_id} --json"] = shown
+        printed[f"show {session_id}"] = run_cli(["show", session_id, "--content", "full", *paths], home).stdout
+    # the store was really read back: the log itself holds these texts as hashes only
+    assert from_store > 2 * len(ITEMS), from_store
+    assert "[REDACTED:" in "".join(v for k, v in printed.items() if k.startswith("show"))
+    for command in (["sessions"], ["detections", "--json", "--limit", "0"], ["detections", "--limit", "0"],
+                    ["usage", "--json"], ["status", "--json"], ["export"], ["export", "--format", "timeline"],
+                    ["export", "--format", "summary"], ["export", "--format", "elastic-bulk"]):
+        printed[" ".join(command)] = run_cli([*command, *paths], home).stdout
+    assert '"evidence"' in printed["detections --json --limit 0"]
+    failures = {name: leaks for name, text in printed.items() if (leaks := finder.leaks(text.encode()))}
+    assert failures == {}, json.dumps({k: v[:20] for k, v in failures.items()}, indent=1)
+
+
+def test_inventory_output_is_redacted(tmp_path: Path) -> None:
+    """``telltale inventory`` (JSON lines and the table) passes the redactor as the inventory
+    events of a scan do: an MCP server name or launcher from the user's config may be a token."""
+    secrets = [s for _n, _t, s in ITEMS if s.startswith(("ghp_", "glpat-", "sk-ant-"))]
+    assert len(secrets) >= 3
+    home = tmp_path / "home"
+    (home / ".npm-global" / "lib" / "node_modules" / "@anthropic-ai" / "claude-code").mkdir(parents=True)
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").write_text("{}")
+    servers = {secrets[0]: {"type": "stdio", "command": f"/opt/bin/{secrets[1]}"},
+               "web": {"type": "http", "url": f"https://mcp.example.test/{secrets[2]}"}}
+    (home / ".claude.json").write_text(json.dumps({"mcpServers": servers}))
+    finder = LeakFinder(ITEMS)
+    lines = run_cli(["inventory", "--json", "--root", str(home)], home).stdout
+    claude = next(json.loads(line) for line in lines.splitlines() if '"agent":"claude"' in line)
+    assert len(claude["posture"]["mcp_servers"]) == 2 and "[REDACTED:github_token:" in lines
+    assert finder.leaks(lines.encode()) == []
+    from rich.console import Console
+
+    from telltale.cli.inventory import write_table
+    from telltale.inventory import take_inventory
+
+    console = Console(width=400, record=True)
+    write_table(take_inventory(str(home), {}, "linux", path_env="", consult_system=False), console)
+    table = console.export_text()
+    assert "MCP server" in table and "[REDACTED:" in table
+    assert finder.leaks(table.encode()) == []

@@ -72,8 +72,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def json_lines(snapshot: InventorySnapshot) -> list[bytes]:
-    """One ``record: agent`` line per agent, then one ``record: summary`` line."""
-    lines = [msgspec.json.encode({"record": "agent", **msgspec.to_builtins(agent)}) for agent in snapshot.agents]
+    """One ``record: agent`` line per agent, then one ``record: summary`` line.
+
+    Every string passes the redactor, as the inventory events of a scan do: MCP server
+    names, launcher basenames and URL hosts come from the user's own files.
+    """
+    from telltale.events.redaction import redact_document
+
+    lines = [
+        msgspec.json.encode(redact_document({"record": "agent", **msgspec.to_builtins(agent)}))
+        for agent in snapshot.agents
+    ]
     summary = {
         "record": "summary",
         "schema_version": snapshot.schema_version,
@@ -83,7 +92,7 @@ def json_lines(snapshot: InventorySnapshot) -> list[bytes]:
         "installed": [a.agent for a in snapshot.agents if a.installed],
         "partial": [a.agent for a in snapshot.agents if a.confidence == "partial"],
     }
-    lines.append(msgspec.json.encode(summary))
+    lines.append(msgspec.json.encode(redact_document(summary)))
     return lines
 
 
@@ -142,6 +151,8 @@ def write_table(snapshot: InventorySnapshot, console: Any = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from telltale.events.redaction import redact
+
     table = Table(title=f"Agent inventory ({snapshot.platform})")
     table.add_column("Agent")
     table.add_column("Installed")
@@ -149,8 +160,8 @@ def write_table(snapshot: InventorySnapshot, console: Any = None) -> None:
     table.add_column("Evidence")
     table.add_column("Posture")
     for agent in snapshot.agents:
-        table.add_row(agent.agent, "yes" if agent.installed else "no", agent.confidence, _evidence(agent),
-                      _posture(agent))
+        table.add_row(agent.agent, "yes" if agent.installed else "no", agent.confidence, redact(_evidence(agent)),
+                      redact(_posture(agent)))
     console = console or Console()
     console.print(table)
     console.print(f"digest {snapshot.digest()}", style="dim")
