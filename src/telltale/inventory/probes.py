@@ -182,6 +182,33 @@ AGENTS: tuple[AgentProbe, ...] = (
         extensions=("kilocode.kilo-code",),
         posture="kilo",
     ),
+    AgentProbe(
+        agent="aider",
+        display_name="Aider",
+        # pip/pipx/uv install the ``aider`` launcher (package aider-chat); aider-install too.
+        executables=("aider",),
+    ),
+    AgentProbe(
+        agent="goose",
+        display_name="Goose",
+        # pressly/goose, a database migration tool, installs a ``goose`` launcher too.
+        ambiguous_executables=("goose",),
+        app_data=(
+            AppDataProbe(name="goose-sessions", location="goose", parts=(".local", "share", "goose", "sessions")),
+            AppDataProbe(name="goose-sessions-windows", location="goose",
+                         parts=("AppData", "Roaming", "Block", "goose", "data", "sessions")),
+        ),
+    ),
+    AgentProbe(
+        agent="crush",
+        display_name="Crush",
+        executables=("crush",),
+        packages=("@charmland/crush",),
+        app_data=(
+            AppDataProbe(name="crush", location="crush", parts=(".local", "share", "crush")),
+            AppDataProbe(name="crush-windows", location="crush", parts=("AppData", "Local", "crush")),
+        ),
+    ),
 )
 
 

@@ -11,6 +11,7 @@ from functools import cache
 
 from telltale.errors import UsageError
 from telltale.sources import (
+    aider,
     antigravity,
     claude,
     cline,
@@ -41,6 +42,7 @@ REGISTRY: tuple[SourceSpec, ...] = (
     *antigravity.SPECS,
     *cline.SPECS,
     *continue_.SPECS,
+    *aider.SPECS,
 )
 
 CLIENTS: tuple[str, ...] = tuple(dict.fromkeys(spec.client for spec in REGISTRY))
