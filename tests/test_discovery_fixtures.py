@@ -42,6 +42,7 @@ FIXTURE_FILES = {
     "cursor.ide_global": "cursor/User/globalStorage/state.vscdb",
     "cursor.ide_workspace": "cursor/User/workspaceStorage/0123abcd/state.vscdb",
     "cursor.cli_chats": "cursor/chats/0123abcd/c1/store.db",
+    "aider.chat": "aider/projects/.aider.chat.history.md",
 }
 
 
@@ -69,6 +70,7 @@ def test_FIX_5_markers_are_the_flattened_paths_except_data_home() -> None:
         "cursor/User/globalStorage",
         "cursor/User/workspaceStorage",
         "cursor/chats",
+        "aider/projects",
     }
 
 

@@ -83,6 +83,7 @@ def test_REG_5_every_registered_kind_is_discoverable(home: Path) -> None:
         "kilo.legacy_tasks": ".config/Code/User/globalStorage/kilocode.kilo-code/tasks/3/ui_messages.json",
         "continue.sessions": ".continue/sessions/s1.json",
         "continue.dev_data": ".continue/dev_data/0.2.0/tokensGenerated.jsonl",
+        "aider.chat": "projects/app/.aider.chat.history.md",
     }
     assert set(layout) == set(KINDS)
     for path in layout.values():
