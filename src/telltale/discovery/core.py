@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from telltale.discovery.api import DiscoveryIssue, DiscoveryOptions, DiscoveryResult, ProbedPlace, StoreRoot
 from telltale.discovery.editors import EDITORS, editor_user_dirs, resolve_below
 from telltale.discovery.fixtures import is_fixture_tree
+from telltale.discovery.locate import LocatorContext, load_locator
 from telltale.discovery.opencode import OPENCODE_KIND, discover_environment, discover_explicit
 from telltale.discovery.projects import (
     PROJECT_CONFIG_ENV,
@@ -204,11 +205,27 @@ def _editor_pairs(
     return pairs
 
 
+def _locator_pairs(
+    probe: Probe, specs: Sequence[SourceSpec], roots: RootSet, env: EnvView | None
+) -> list[tuple[str, WalkTarget]]:
+    """(directory, target) for every directory a spec's own locator names (an agent's
+    index of its projects, its own variables); see :mod:`telltale.discovery.locate`."""
+    context = LocatorContext(probe=probe, roots=roots, env=env)
+    pairs: list[tuple[str, WalkTarget]] = []
+    for spec in specs:
+        if not spec.locator:
+            continue
+        for directory, found_by in load_locator(spec.locator)(context):
+            pairs.append((directory, WalkTarget(spec=spec, root_type=spec.root_type, found_by=found_by)))
+    return pairs
+
+
 def _discover_host(
     probe: Probe, collector: _Collector, specs: Sequence[SourceSpec], roots: RootSet, env: EnvView | None
 ) -> None:
     collector.walk_groups(probe, _host_pairs(specs, roots, env))
     collector.walk_groups(probe, _editor_pairs(probe, specs, roots, env))
+    collector.walk_groups(probe, _locator_pairs(probe, specs, roots, env))
     for spec in specs:
         if spec.kind != OPENCODE_KIND:
             continue

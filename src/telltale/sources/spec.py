@@ -44,6 +44,9 @@ class SourceSpec(msgspec.Struct, frozen=True, kw_only=True):
     ``also_relative_paths`` are more directories of the same store below the same root
     (one agent writing the same layout under two folders).
 
+    ``locator`` names a function of the agent's package that returns more directories to
+    search (Crush's project index, Goose's ``GOOSE_PATH_ROOT``), walked like the others.
+
     A spec with ``unsupported`` set declares a store Telltale finds but cannot read: its
     files are discovered, listed and reported (status ``unsupported`` with that reason)
     so the blind spot is visible, and no adapter ever opens them (``adapter`` is empty).
@@ -66,6 +69,9 @@ class SourceSpec(msgspec.Struct, frozen=True, kw_only=True):
     editors: tuple[str, ...] = ()
     also_relative_paths: tuple[str, ...] = ()
     unsupported: UnsupportedReason | None = None
+    #: ``"module:function"`` naming more store directories of this kind from the host
+    #: (an agent's own index file, its own variables): see ``telltale.discovery.locate``.
+    locator: str = ""
 
     def matches(self, name: str, parent: str | None = None) -> bool:
         if self.parent_dir is not None and parent != self.parent_dir:
