@@ -43,6 +43,7 @@ FIXTURE_FILES = {
     "cursor.ide_workspace": "cursor/User/workspaceStorage/0123abcd/state.vscdb",
     "cursor.cli_chats": "cursor/chats/0123abcd/c1/store.db",
     "aider.chat": "aider/projects/.aider.chat.history.md",
+    "crush.sqlite": "crush/project/.crush/crush.db",
 }
 
 
@@ -71,6 +72,7 @@ def test_FIX_5_markers_are_the_flattened_paths_except_data_home() -> None:
         "cursor/User/workspaceStorage",
         "cursor/chats",
         "aider/projects",
+        "crush/project/.crush",
     }
 
 

@@ -84,6 +84,7 @@ def test_REG_5_every_registered_kind_is_discoverable(home: Path) -> None:
         "continue.sessions": ".continue/sessions/s1.json",
         "continue.dev_data": ".continue/dev_data/0.2.0/tokensGenerated.jsonl",
         "aider.chat": "projects/app/.aider.chat.history.md",
+        "crush.sqlite": "projects/app/.crush/crush.db",
     }
     assert set(layout) == set(KINDS)
     for path in layout.values():

@@ -18,6 +18,7 @@ from telltale.sources import (
     codex,
     continue_,
     copilot,
+    crush,
     cursor,
     gemini,
     kilo,
@@ -43,6 +44,7 @@ REGISTRY: tuple[SourceSpec, ...] = (
     *cline.SPECS,
     *continue_.SPECS,
     *aider.SPECS,
+    *crush.SPECS,
 )
 
 CLIENTS: tuple[str, ...] = tuple(dict.fromkeys(spec.client for spec in REGISTRY))
