@@ -44,6 +44,8 @@ FIXTURE_FILES = {
     "cursor.cli_chats": "cursor/chats/0123abcd/c1/store.db",
     "aider.chat": "aider/projects/.aider.chat.history.md",
     "crush.sqlite": "crush/project/.crush/crush.db",
+    "goose.sqlite": "goose/sessions/sessions.db",
+    "goose.legacy": "goose/sessions/20250101_1.jsonl",
 }
 
 
@@ -73,6 +75,7 @@ def test_FIX_5_markers_are_the_flattened_paths_except_data_home() -> None:
         "cursor/chats",
         "aider/projects",
         "crush/project/.crush",
+        "goose/sessions",
     }
 
 

@@ -85,6 +85,8 @@ def test_REG_5_every_registered_kind_is_discoverable(home: Path) -> None:
         "continue.dev_data": ".continue/dev_data/0.2.0/tokensGenerated.jsonl",
         "aider.chat": "projects/app/.aider.chat.history.md",
         "crush.sqlite": "projects/app/.crush/crush.db",
+        "goose.sqlite": ".local/share/goose/sessions/sessions.db",
+        "goose.legacy": ".local/share/goose/sessions/20250101_1.jsonl",
     }
     assert set(layout) == set(KINDS)
     for path in layout.values():

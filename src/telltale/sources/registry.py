@@ -21,6 +21,7 @@ from telltale.sources import (
     crush,
     cursor,
     gemini,
+    goose,
     kilo,
     openclaw,
     opencode,
@@ -44,6 +45,7 @@ REGISTRY: tuple[SourceSpec, ...] = (
     *cline.SPECS,
     *continue_.SPECS,
     *aider.SPECS,
+    *goose.SPECS,
     *crush.SPECS,
 )
 

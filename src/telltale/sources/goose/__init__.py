@@ -1,0 +1,70 @@
+"""Goose (block): the SQLite session store and the legacy per-session JSONL files.
+
+Goose keeps its data in ``~/.local/share/goose`` on Linux *and* macOS (the XDG layout,
+``$XDG_DATA_HOME/goose`` when set) and in ``%APPDATA%\\Block\\goose\\data`` on Windows;
+``$GOOSE_PATH_ROOT`` re-roots it to ``$GOOSE_PATH_ROOT/data``. Sessions live in
+``sessions/sessions.db`` (:mod:`.sessions_db`), older builds wrote ``sessions/<id>.jsonl``
+(:mod:`.legacy`). Content blocks are in :mod:`.wire`, tool facets in :mod:`.tools`. A
+``GOOSE_SESSION_STORAGE=mongodb`` install keeps sessions off this host: nothing to read.
+See docs/sources/goose.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from telltale.sources.goose.legacy import GooseLegacyAdapter
+from telltale.sources.goose.sessions_db import GooseSessionsAdapter
+from telltale.sources.spec import RootType, SourceSpec, StoreLayout
+
+if TYPE_CHECKING:
+    from telltale.discovery.locate import LocatorContext
+
+SESSIONS = ".local/share/goose/sessions"
+WINDOWS_SESSIONS = "AppData/Roaming/Block/goose/data/sessions"
+
+
+def locate(ctx: LocatorContext) -> list[tuple[str, str]]:
+    """Session directories the environment names (the home-relative ones are the spec's)."""
+    flavour = ctx.flavour
+    pairs: list[tuple[str, str]] = []
+    for name, parts in (("XDG_DATA_HOME", ("goose", "sessions")),
+                        ("APPDATA", ("Block", "goose", "data", "sessions")),
+                        ("GOOSE_PATH_ROOT", ("data", "sessions"))):
+        value = ctx.getenv(name)
+        if value and (name != "APPDATA" or flavour.windows):
+            pairs.append((flavour.join(value, *parts), f"env:{name}"))
+    return pairs
+
+
+SPECS = (
+    SourceSpec(
+        client="goose",
+        kind="goose.sqlite",
+        root_type=RootType.HOME,
+        relative_path=SESSIONS,
+        also_relative_paths=(WINDOWS_SESSIONS,),
+        file_patterns=("sessions.db",),
+        recursive=False,
+        layout=StoreLayout.SQLITE,
+        fixture_relative_path="goose/sessions",
+        adapter="telltale.sources.goose:GooseSessionsAdapter",
+        locator="telltale.sources.goose:locate",
+        description="Goose SQLite session store (sessions/sessions.db)",
+    ),
+    SourceSpec(
+        client="goose",
+        kind="goose.legacy",
+        root_type=RootType.HOME,
+        relative_path=SESSIONS,
+        also_relative_paths=(WINDOWS_SESSIONS,),
+        file_patterns=("*.jsonl",),
+        recursive=False,
+        fixture_relative_path="goose/sessions",
+        adapter="telltale.sources.goose:GooseLegacyAdapter",
+        locator="telltale.sources.goose:locate",
+        description="Goose legacy per-session JSONL (read only where no sessions.db replaced them)",
+    ),
+)
+
+__all__ = ["SPECS", "GooseLegacyAdapter", "GooseSessionsAdapter", "locate"]
