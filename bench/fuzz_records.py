@@ -466,7 +466,34 @@ def _sqlite_columns(kind: str) -> list[tuple[str, str, str, tuple[str, ...]]]:
                 ("session_message", "id", "data", ("session_id",))]
     if kind == "openclaw.sqlite":
         return [("transcript_events", "session_id || ':' || seq", "event_json", ("session_id",))]
+    if kind == "crush.sqlite":
+        return [("messages", "id", "parts", ("session_id",))]
+    if kind == "goose.sqlite":
+        return [("messages", "id", "content_json", ("session_id",))]
     return []
+
+
+def _local_stores(root: Path) -> list[Any]:
+    """Crush and Goose databases (project-local and home stores with no fixture tree
+    entry), built with the tests' builders: tool calls, results and zstd parts included."""
+    from build_crush import CrushDb
+    from build_goose import GooseDb
+
+    from telltale.sources.spec import RootType, Source
+
+    crush = CrushDb(root / "crush" / ".crush" / "crush.db", wal=False)
+    goose = GooseDb(root / "goose" / "sessions.db", wal=False)
+    for sid in ("s1", "s2"):
+        crush.session(sid)
+        goose.session(sid)
+        for n in (1, 2):
+            crush.turn(sid, n, zstd=n == 2)
+            goose.turn(sid, n)
+    crush.close()
+    goose.close()
+    return [Source(client=client, kind=kind, path=str(path), root_type=RootType.HOME, store_root=str(path.parent),
+                   found_by="fuzz")
+            for client, kind, path in (("crush", "crush.sqlite", crush.path), ("goose", "goose.sqlite", goose.path))]
 
 
 def build_targets(root: Path, corpus: Path | None = None) -> list[Any]:
@@ -490,10 +517,15 @@ def build_targets(root: Path, corpus: Path | None = None) -> list[Any]:
         build(v2 / "opencode.db", "both")
     except Exception:
         v2 = None
+    try:
+        local = _local_stores(root / "local")
+    except Exception:
+        local = []
     targets: list[Any] = []
     sources = list(discover(DiscoveryOptions(root=str(tree), env={})).sources)
     if v2 is not None:
         sources += discover(DiscoveryOptions(root=str(v2.parent), env={})).sources
+    sources += local
     if corpus is not None:
         copied = root / "corpus"
         for path in sorted(corpus.rglob("*.jsonl"))[:200]:
@@ -503,7 +535,7 @@ def build_targets(root: Path, corpus: Path | None = None) -> list[Any]:
         sources += discover(DiscoveryOptions(root=str(copied), env={})).sources
     for source in sources:
         try:
-            if source.kind in ("opencode.sqlite", "openclaw.sqlite"):
+            if source.kind in ("opencode.sqlite", "openclaw.sqlite", "crush.sqlite", "goose.sqlite"):
                 targets.append(_Sqlite(source, _sqlite_columns(source.kind)))
             elif source.path.endswith((".jsonl", ".log")) or ".jsonl." in source.path:
                 targets.append(_Jsonl(source))

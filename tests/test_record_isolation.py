@@ -265,7 +265,7 @@ def test_fuzzed_real_shaped_lines_never_fail_a_source_or_lose_a_neighbour(fuzz: 
     targets = fuzz.build_targets(tmp_path)
     assert {t.source.kind for t in targets} >= {
         "claude.projects", "codex.sessions", "qwen.projects", "openclaw.agents", "openclaw.sqlite",
-        "copilot.session_state", "copilot.process_log", "opencode.sqlite",
+        "copilot.session_state", "copilot.process_log", "opencode.sqlite", "crush.sqlite", "goose.sqlite",
     }
     tally = fuzz.fuzz(targets, lines=budget, seed=int(os.environ.get("TELLTALE_FUZZ_SEED", "15")))
     assert tally.mutated >= budget
