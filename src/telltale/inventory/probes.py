@@ -198,6 +198,7 @@ AGENTS: tuple[AgentProbe, ...] = (
             AppDataProbe(name="goose-sessions-windows", location="goose",
                          parts=("AppData", "Roaming", "Block", "goose", "data", "sessions")),
         ),
+        posture="goose",
     ),
     AgentProbe(
         agent="crush",
@@ -208,6 +209,7 @@ AGENTS: tuple[AgentProbe, ...] = (
             AppDataProbe(name="crush", location="crush", parts=(".local", "share", "crush")),
             AppDataProbe(name="crush-windows", location="crush", parts=("AppData", "Local", "crush")),
         ),
+        posture="crush",
     ),
 )
 

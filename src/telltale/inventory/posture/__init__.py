@@ -36,8 +36,10 @@ from telltale.inventory.posture.common import (
 )
 from telltale.inventory.posture.opencode import read_opencode
 from telltale.sources.cline.posture import read_cline, read_kilo, read_roo
+from telltale.sources.crush.posture import read_crush
 from telltale.sources.cursor.posture import read_cursor
 from telltale.sources.gemini.posture import parse_age_days, read_gemini, read_qwen
+from telltale.sources.goose.posture import read_goose
 
 #: Posture readers by the key named in ``AgentProbe.posture``.
 READERS: dict[str, Callable[[PostureContext], Posture]] = {
@@ -50,6 +52,8 @@ READERS: dict[str, Callable[[PostureContext], Posture]] = {
     "qwen": read_qwen,
     "opencode": read_opencode,
     "cursor": read_cursor,
+    "goose": read_goose,
+    "crush": read_crush,
 }
 
 __all__ = [
