@@ -322,3 +322,13 @@ def test_cli_scans_appends_exactly_once_and_leaves_the_project_untouched(tmp_pat
     actions = [e["event"]["action"] for e in events]
     assert actions.count("message") == 6 and actions.count("usage") == 3
     assert actions.count("tool_call") == 6 and actions.count("tool_result") == 6
+
+
+def test_windows_line_endings_read_like_unix_ones(tmp_path: Path) -> None:
+    text = fx.run_start() + fx.turn("fix it", "src\\app.py", 1)
+    unix = obs(acquire(fx.write_project(tmp_path / "unix", text)))
+    windows = obs(acquire(fx.write_project(tmp_path / "windows", text.replace("\n", "\r\n"))))
+    def facts(items: list[Observation]) -> list[tuple[object, ...]]:
+        return [(o.family, o.role, o.stage, o.text, o.command, o.file_path, o.call_id is None) for o in items]
+
+    assert facts(windows) == facts(unix) and len(windows) == 8
