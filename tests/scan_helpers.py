@@ -17,6 +17,8 @@ def cli_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(scrub)}
     env["HOME"] = str(home)
     env["XDG_STATE_HOME"] = str(home / ".state-out")
+    # The host's /etc/telltale never reaches a test: the system root is an (absent) dir in the home.
+    env["TELLTALE_SYSTEM_CONFIG_DIR"] = str(home / ".system-config")
     env["PYTHONPATH"] = str(REPO / "src")
     if extra:
         env.update(extra)
