@@ -128,3 +128,28 @@ def test_relative_config_dir_is_made_absolute(roots_env: tuple[Path, Path], tmp_
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert [r.path for r in resolve_roots(config_dirs=["conf"])] == [tmp_path / "conf"]
+
+
+@pytest.mark.parametrize(
+    ("platform", "state", "log"),
+    [
+        ("linux", "/var/lib/telltale", "/var/log/telltale"),
+        ("darwin", "/Library/Application Support/Telltale/state", "/Library/Logs/Telltale"),
+    ],
+)
+def test_system_profile_state_and_log_locations(platform: str, state: str, log: str) -> None:
+    from telltale.cli.paths import profile_log_dir, profile_state_dir
+
+    assert profile_state_dir("system", platform) == state
+    assert profile_log_dir("system", platform) == log
+
+
+def test_user_profile_state_and_log_follow_platformdirs(roots_env: tuple[Path, Path], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from telltale.cli.paths import profile_log_path, profile_state_path
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "st"))
+    monkeypatch.delenv("TELLTALE_LOG_PATH", raising=False)
+    monkeypatch.delenv("TELLTALE_STATE_PATH", raising=False)
+    assert profile_state_path("user") == str(tmp_path / "st" / "telltale" / "state.sqlite")
+    assert profile_log_path("user") == str(tmp_path / "st" / "telltale" / "telltale-events.jsonl")

@@ -48,6 +48,7 @@ def test_unknown_key_error_names_file_line_and_key() -> None:
         ("a: 1\na: 2\n", "c.yaml:2: duplicate key 'a'"),
         ("a: [\n", "c.yaml:2:"),
         ("1: x\n", "c.yaml:1: a key must be a name"),
+        ("off: x\n", "c.yaml:1: a key must be a name, not bool (quote it: 'off')"),
         ("a: !!python/object:os.system x\n", "c.yaml:1:"),
     ],
 )

@@ -96,7 +96,7 @@ def test_full_file_parses_with_defaults(tmp_path: Path) -> None:
         ("outputs:\n  Bad Name:\n    type: jsonl\n    path: /x\n", "outputs.Bad Name"),
         ("outputs:\n  j:\n    type: jsonl\n", "outputs.j.path"),
         ("outputs: [1, 2]\n", "outputs"),
-        ("outputs:\n  j: {type: jsonl, path: /x\n", "line"),
+        ("outputs:\n  j: {type: jsonl, path: /x\n", "not valid YAML"),
     ],
 )
 def test_errors_name_the_file_and_the_field(tmp_path: Path, text: str, where: str) -> None:

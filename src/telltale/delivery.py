@@ -9,16 +9,20 @@ like any other event (so the healthy outputs carry it).
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from telltale.config.roots import ConfigRoots
+from telltale.errors import ConfigError
 from telltale.events.envelope import utc_now
 from telltale.events.health import operational_alert
 from telltale.pipeline import Scanner
-from telltale.sinks.config import LoadedOutputs, build_sink, load_outputs, policy_of
+from telltale.sinks.config import LoadedOutputs, build_sink, load_outputs, policy_of, selector
 from telltale.sinks.outbox import Deliverer, DeliveryReport
+from telltale.sinks.select import Selector
 
 
 @dataclass
@@ -28,27 +32,32 @@ class Delivery:
     loaded: LoadedOutputs
 
     @classmethod
-    def load(cls, path: str | None) -> Delivery:
-        return cls(load_outputs(path))
+    def load(cls, path: str | None, roots: ConfigRoots | None = None) -> Delivery:
+        return cls(load_outputs(path, roots))
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(sorted(self.loaded.remote()))
+        """The outputs fed from the outbox: remote ones and additional JSONL files."""
+        return tuple(sorted(self.loaded.delivered()))
 
-    def jsonl_override(self) -> tuple[str | None, int | None, int | None]:
-        """Path and rotation of a ``jsonl`` output, used when ``--log-path`` is not given."""
-        for out in self.loaded.jsonl().values():
-            rotation = getattr(out, "rotation", None)
-            return (
-                str(out.path),
-                getattr(rotation, "max_bytes", None) if rotation else None,
-                getattr(rotation, "max_files", None) if rotation else None,
-            )
-        return None, None, None
+    def selectors(self) -> dict[str, Selector]:
+        """What each output takes, for the outputs that do not take everything."""
+        chosen = {name: selector(out) for name, out in self.loaded.delivered().items()}
+        return {name: sel for name, sel in chosen.items() if not sel.everything}
+
+    def check_paths(self, log_path: str) -> None:
+        """An additional JSONL output may not be the local log itself."""
+        for name, out in self.loaded.jsonl().items():
+            path = os.path.abspath(os.path.expanduser(out.path))
+            if os.path.realpath(path) == os.path.realpath(log_path):
+                raise ConfigError(
+                    f"{self.loaded.sources.get(name, ['outputs'])[-1]}: outputs.{name}.path: is the local log "
+                    f"({log_path}); the local log is set by log_path, an additional jsonl output needs its own file"
+                )
 
     def drain(self, state_path: str, *, seconds: float) -> DeliveryReport | None:
-        """Deliver what is due for up to ``seconds``; ``None`` when no remote output exists."""
-        remote = self.loaded.remote()
+        """Deliver what is due for up to ``seconds``; ``None`` when no output is fed from the outbox."""
+        remote = self.loaded.delivered()
         if not remote:
             return None
         sinks = [build_sink(self.loaded, name, out) for name, out in sorted(remote.items())]

@@ -123,8 +123,10 @@ class ScanOptions:
     log_rotate_max_size: int = 100 * 1024 * 1024
     log_rotate_keep: int = 5
     window_bytes: int = WINDOW_BYTES
-    #: Names of the remote outputs whose outbox receives every event of a window.
+    #: Names of the outputs fed from the outbox (remote ones and additional JSONL files).
     remote_sinks: tuple[str, ...] = ()
+    #: What an output takes, for those that do not take every event (``sinks.select``).
+    sink_selectors: dict[str, Any] = field(default_factory=dict)
     outbox_capacity: int = 1_000_000
 
 
@@ -290,8 +292,10 @@ class Scanner:
         self.sink: JsonlSink | None = None
         if not options.dry_run:
             self.state = StateStore(options.state_path)
+            # The local log: group-readable (a forwarder's group), in a directory it may traverse.
             self.sink = JsonlSink(
-                options.log_path, max_size=options.log_rotate_max_size, keep=options.log_rotate_keep
+                options.log_path, max_size=options.log_rotate_max_size, keep=options.log_rotate_keep,
+                mode=0o640, dir_mode=0o750,
             )
         elif os.path.exists(options.state_path):
             self.state = _read_only_state(options.state_path)
@@ -865,7 +869,21 @@ class Scanner:
         if outbox.capacity_exceeded(conn, self.options.outbox_capacity):
             self.outbox_full = True
             return
-        outbox.enqueue(conn, sinks, items)
+        selectors = self.options.sink_selectors
+        everything = [name for name in sinks if name not in selectors]
+        if everything:
+            outbox.enqueue(conn, everything, items)
+        if selectors:
+            # Each output stores only what it takes: an event's head is read once for all of them.
+            from telltale.sinks.select import event_head
+
+            heads = [event_head(line) for _, line in items]
+            for name in sinks:
+                selector = selectors.get(name)
+                if selector is not None:
+                    taken = [item for item, head in zip(items, heads, strict=True) if selector.takes_head(head)]
+                    if taken:
+                        outbox.enqueue(conn, [name], taken)
 
     def _recovered_commit(self, pending: PendingWindow, data: bytes) -> Callable[[Any], None]:
         """Re-derive a recovered window's items from the bytes already in the JSONL log:

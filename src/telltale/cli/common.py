@@ -9,7 +9,14 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from telltale.cli.paths import default_log_path, default_state_dir, default_state_path
+from telltale.cli.paths import (
+    default_log_path,
+    default_state_dir,
+    default_state_path,
+    profile_log_path,
+    profile_state_path,
+)
+from telltale.config.roots import add_config_root_arguments, roots_from_args
 from telltale.delivery import Delivery
 from telltale.detect.loader import LoadIssue, RuleSet
 from telltale.discovery import DiscoveryOptions, DiscoveryResult, check_root, discover
@@ -89,6 +96,7 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the scan summary as JSON")
     # Size of a write window in bytes of events; small values exercise crash recovery in tests.
     parser.add_argument("--window-bytes", type=_size, default=WINDOW_BYTES, help=argparse.SUPPRESS)
+    add_config_root_arguments(parser)
 
 
 def add_sigma_argument(parser: argparse.ArgumentParser) -> None:
@@ -160,23 +168,30 @@ def load_detector(args: argparse.Namespace) -> Detector | None:
 
 
 def load_delivery(args: argparse.Namespace) -> Delivery:
-    return Delivery.load(getattr(args, "outputs", None))
+    """The outputs: ``--outputs FILE`` alone, else every root's outputs.yaml and outputs.d/ merged."""
+    return Delivery.load(getattr(args, "outputs", None), roots_from_args(args))
 
 
 def scan_options(args: argparse.Namespace, delivery: Delivery | None = None, **extra: Any) -> ScanOptions:
-    log_path, max_size, keep = (None, None, None) if delivery is None else delivery.jsonl_override()
-    if args.log_path:
-        log_path = args.log_path
+    """The scan's options. The local log's path and rotation come from flags, environment and
+    config.yaml only; outputs (a ``jsonl`` one included) are fed from the outbox."""
+    profile = getattr(args, "profile", None) or "user"
+    log_path = os.path.abspath(os.path.expanduser(args.log_path or profile_log_path(profile)))
+    feed = delivery is not None and not args.dry_run
+    if feed:
+        assert delivery is not None
+        delivery.check_paths(log_path)
     return ScanOptions(
-        log_path=os.path.abspath(os.path.expanduser(log_path or default_log_path())),
-        state_path=os.path.abspath(os.path.expanduser(args.state_path or default_state_path())),
+        log_path=log_path,
+        state_path=os.path.abspath(os.path.expanduser(args.state_path or profile_state_path(profile))),
         content=args.content,
         dry_run=args.dry_run,
         allow_fixtures=args.allow_fixtures,
-        log_rotate_max_size=max_size if (max_size and not args.log_path) else args.log_rotate_max_size,
-        log_rotate_keep=keep if (keep is not None and not args.log_path) else args.log_rotate_keep,
+        log_rotate_max_size=args.log_rotate_max_size,
+        log_rotate_keep=args.log_rotate_keep,
         window_bytes=args.window_bytes,
-        remote_sinks=delivery.names if delivery is not None and not args.dry_run else (),
+        remote_sinks=delivery.names if feed and delivery is not None else (),
+        sink_selectors=delivery.selectors() if feed and delivery is not None else {},
         **extra,
     )
 

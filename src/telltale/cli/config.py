@@ -1,8 +1,11 @@
-"""``telltale config validate``: check an outputs file and show what it means.
+"""``telltale config validate``: the effective configuration and where each value came from.
 
-Prints the effective outputs with every default filled in and every secret replaced by
-where it comes from, then the warnings. Exit 0 when usable, 1 when a secret or an
-optional package is missing, 2 when the file itself is invalid.
+Reads what ``scan`` and ``watch`` would read — the roots of the profile (or ``--config-dir``),
+``config.yaml``, ``TELLTALE_<KEY>`` variables, ``outputs.yaml`` and ``outputs.d/`` — and prints
+every setting with its origin (``flag``, ``env TELLTALE_X``, ``<scope> <file>:<line>``,
+``default``), then the outputs with every default filled in, what each one takes, and every
+secret replaced by where it comes from. Exit 0 when usable, 2 when a file is invalid or a
+secret or an optional package is missing.
 """
 
 from __future__ import annotations
@@ -14,16 +17,36 @@ from typing import Any
 
 import yaml
 
+from telltale.config.roots import add_config_root_arguments, roots_from_args
 from telltale.errors import ConfigError
 from telltale.exitcodes import ExitCode
 
 
-def _validate(args: argparse.Namespace) -> int:
-    from telltale.sinks.config import build_sink, load_outputs, masked_view, secret_origins
+def _spec() -> Any:
+    """The settings keys of ``scan`` and ``watch`` together (one config.yaml serves both)."""
+    from telltale.cli.main import build_parser
 
-    loaded = load_outputs(args.outputs)
+    specs = []
+    for command in ("scan", "watch"):
+        parser = build_parser(command)
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        specs.append(sub.choices[command].get_default("settings_spec"))
+    return specs[0].merged(specs[1])
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from telltale.config.settings import REFUSED, resolve_settings
+    from telltale.sinks.config import build_sink, load_outputs, masked_view, secret_origins, selector
+
+    roots = roots_from_args(args)
+    settings = resolve_settings(_spec(), roots)
+    loaded = load_outputs(args.outputs or settings.values["outputs"].value, roots)
     view = masked_view(loaded)
     problems: list[str] = []
+    for name, out in loaded.outputs.items():
+        takes = selector(out).describe()
+        view[name]["takes"] = takes.get("takes", takes)
+        view[name]["defined_in"] = loaded.sources.get(name, [])
     for name, out in loaded.remote().items():
         origins = secret_origins(loaded, name, out)
         view[name]["secrets"] = origins
@@ -37,13 +60,32 @@ def _validate(args: argparse.Namespace) -> int:
                 close = getattr(sink, "close", None)
                 if callable(close):
                     close()
+    shown = {k: s for k, s in settings.values.items() if k not in REFUSED}
     if args.json:
-        print(json.dumps({"path": str(loaded.path), "exists": loaded.exists, "outputs": view,
-                          "warnings": loaded.warnings, "problems": problems}, indent=2))
+        print(json.dumps({
+            "profile": str(roots.profile),
+            "roots": roots.describe(),
+            "files": settings.files + [f for f in loaded.files if f not in settings.files],
+            "settings": {k: {"value": s.value, "origin": s.origin} for k, s in shown.items()},
+            # kept for scripts written against the outputs-only view
+            "path": str(loaded.path), "exists": loaded.exists,
+            "outputs": view, "warnings": loaded.warnings, "problems": problems,
+        }, indent=2, default=str))
     else:
-        print(f"# {loaded.path}" + ("" if loaded.exists else " (not found: no outputs configured)"))
-        shown = {"outputs": _without_nulls(view)}
-        print(yaml.safe_dump(shown, sort_keys=False, default_flow_style=False).rstrip())
+        text = [f"# profile {roots.profile}; configuration roots, highest precedence first:"]
+        text += [f"#   {line}" for line in roots.describe()] or ["#   (none)"]
+        files = settings.files + [f for f in loaded.files if f not in settings.files]
+        text += ["# files read:"] + ([f"#   {f}" for f in files] or ["#   (none: defaults, flags and environment)"])
+        text.append("settings:")
+        lines = [(f"  {key}: {json.dumps(s.value)}", s.origin) for key, s in sorted(shown.items())]
+        column = min(max((len(text) for text, _ in lines), default=0), 56)
+        text += [f"{text.ljust(column)}  # {origin}" for text, origin in lines]
+        if loaded.outputs:
+            text.append(yaml.safe_dump({"outputs": _without_nulls(view)}, sort_keys=False,
+                                      default_flow_style=False).rstrip())
+        else:
+            text.append("outputs: {}  # none configured: the local log only")
+        print("\n".join(text))
         for warning in loaded.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         for problem in problems:
@@ -54,14 +96,22 @@ def _validate(args: argparse.Namespace) -> int:
 def _without_nulls(value: Any) -> Any:
     """Unset optional fields clutter the human view; ``--json`` keeps them."""
     if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None and v != []}
     return value
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("config", help="check configuration files")
     sub = parser.add_subparsers(dest="config_command", metavar="SUBCOMMAND", required=True)
-    p = sub.add_parser("validate", help="validate the outputs file and print the effective outputs")
-    p.add_argument("--outputs", metavar="FILE", help="outputs file (default: the user config dir)")
+    p = sub.add_parser(
+        "validate",
+        help="validate config.yaml and the outputs; print the effective configuration and where each value "
+        "came from",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--outputs", metavar="FILE", help="read only this outputs file (default: every root's "
+                   "outputs.yaml and outputs.d/*.yaml)")
     p.add_argument("--json", action="store_true")
+    add_config_root_arguments(p)
     p.set_defaults(handler=_validate)

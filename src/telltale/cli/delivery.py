@@ -17,20 +17,25 @@ from dataclasses import asdict
 from typing import Any
 
 from telltale.cli.common import add_wait_lock_argument, state_lock
+from telltale.config.roots import add_config_root_arguments
 from telltale.errors import UsageError
 from telltale.events.redaction import redact_document
 from telltale.state import state_errors
 
 
 def _state_path(args: argparse.Namespace) -> str:
+    from telltale.cli.paths import profile_state_path
+
     if args.state_path:
         return os.path.abspath(os.path.expanduser(str(args.state_path)))
-    env = os.environ.get("TELLTALE_STATE_PATH")
-    if env:
-        return os.path.abspath(os.path.expanduser(env))
-    import platformdirs
+    return os.path.abspath(os.path.expanduser(profile_state_path(args.profile)))
 
-    return os.path.join(platformdirs.user_state_dir("telltale", appauthor=False), "state.sqlite")
+
+def _outputs(args: argparse.Namespace) -> Any:
+    from telltale.config.roots import roots_from_args
+    from telltale.sinks.config import load_outputs
+
+    return load_outputs(args.outputs, roots_from_args(args))
 
 
 def _when(value: float | None) -> str:
@@ -40,13 +45,12 @@ def _when(value: float | None) -> str:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from telltale.sinks.config import load_outputs
     from telltale.sinks.outbox import status
 
     path = _state_path(args)
     configured: list[str] = []
     try:
-        configured = list(load_outputs(args.outputs).remote())
+        configured = list(_outputs(args).delivered())
     except UsageError as exc:
         print(f"telltale: warning: {exc}", file=sys.stderr)
     try:
@@ -107,13 +111,13 @@ def _report_json(report: Any) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from telltale.sinks.config import build_sink, load_outputs, policy_of
+    from telltale.sinks.config import build_sink, policy_of
     from telltale.sinks.outbox import Deliverer
 
-    loaded = load_outputs(args.outputs)
+    loaded = _outputs(args)
     for warning in loaded.warnings:
         print(f"telltale: warning: {warning}", file=sys.stderr)
-    remote = loaded.remote()
+    remote = loaded.delivered()
     if args.sink:
         unknown = sorted(set(args.sink) - set(remote))
         if unknown:
@@ -150,7 +154,9 @@ def register(subparsers: Any) -> None:
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--state-path", help="state database (default: $TELLTALE_STATE_PATH or the user state dir)")
-        p.add_argument("--outputs", metavar="FILE", help="outputs file (default: the user config dir)")
+        p.add_argument("--outputs", metavar="FILE",
+                       help="outputs file (default: every root's outputs.yaml and outputs.d/*.yaml)")
+        add_config_root_arguments(p)
 
     p = sub.add_parser("status", help="per-output queue counts and state")
     common(p)

@@ -20,7 +20,7 @@ from telltale.exitcodes import EPILOG, ExitCode
 
 #: Command modules under ``telltale.cli``, in help order.
 COMMANDS: tuple[str, ...] = (
-    "sources", "scan", "watch", "inventory", "config", "delivery", "export", "rules",
+    "sources", "scan", "watch", "service", "inventory", "config", "delivery", "export", "rules",
     "status", "sessions", "show", "detections", "usage", "export_events", "index",
 )  # fmt: skip
 

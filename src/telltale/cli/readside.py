@@ -16,13 +16,16 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from telltale.cli.paths import default_log_path, default_state_path
+from telltale.cli.paths import PROFILES, profile_log_path, profile_state_path
 from telltale.index.filters import Filters
 
 
 def add_paths(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-path", help="state database (default: $TELLTALE_STATE_PATH or the user state dir)")
     parser.add_argument("--log-path", help="JSONL event log (default: the log the index was built from)")
+    parser.add_argument("--profile", choices=PROFILES, default="user",
+                        help="whose state to read when --state-path is not given: user (default) or system "
+                        "(the host service's)")
 
 
 def add_filters(parser: argparse.ArgumentParser, *, severity: bool = True, session: bool = True) -> None:
@@ -59,7 +62,8 @@ def filters_of(args: argparse.Namespace) -> Filters:
 
 
 def state_path_of(args: argparse.Namespace) -> str:
-    return os.path.abspath(os.path.expanduser(args.state_path or default_state_path()))
+    profile = getattr(args, "profile", None) or "user"
+    return os.path.abspath(os.path.expanduser(args.state_path or profile_state_path(profile)))
 
 
 def open_index(args: argparse.Namespace) -> sqlite3.Connection:
@@ -77,7 +81,7 @@ def log_path_of(args: argparse.Namespace, conn: sqlite3.Connection | None) -> st
         recorded = meta(conn, "log_path")
         if recorded:
             return str(recorded)
-    return os.path.abspath(default_log_path())
+    return os.path.abspath(profile_log_path(getattr(args, "profile", None) or "user"))
 
 
 def require_log(log_path: str) -> str:

@@ -22,6 +22,7 @@ from telltale.cli.common import (
     scan_options,
     state_lock,
 )
+from telltale.config.settings import apply_settings, configurable
 from telltale.delivery import deliver_after_scan
 from telltale.errors import StateLocked, UsageError
 from telltale.events.redaction import redact, redact_document
@@ -62,6 +63,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--scan-duration-threshold-seconds", type=float, default=300.0, metavar="S")
     add_wait_lock_argument(parser, loop=True)
     add_scan_arguments(parser)
+    configurable(parser, "scan")  # every flag above is also a config.yaml key and a TELLTALE_<KEY>
     parser.set_defaults(handler=run)
 
 
@@ -94,6 +96,9 @@ _INTERRUPTED_EXIT = {"SIGINT": ExitCode.SIGINT, "SIGTERM": ExitCode.SIGTERM}
 
 
 def run(args: argparse.Namespace) -> int:
+    settings = apply_settings(args)
+    if args.once and settings.origin("interval_seconds") != "flag":
+        args.interval_seconds = None  # --once on the command line beats a configured period
     if args.iterations is not None and args.interval_seconds is None:
         raise UsageError("--iterations needs --interval-seconds")
     if args.interval_seconds is not None and args.interval_seconds <= 0:

@@ -27,6 +27,7 @@ from telltale.cli.common import (
     scan_options,
     state_lock,
 )
+from telltale.config.settings import apply_settings, configurable
 from telltale.errors import StateLocked, UsageError
 from telltale.events.redaction import redact, redact_document
 from telltale.pipeline import ScanResult
@@ -81,6 +82,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--scanner-error-threshold", type=int, default=10, metavar="N")
     parser.add_argument("--scan-duration-threshold-seconds", type=float, default=300.0, metavar="S")
     add_scan_arguments(parser)
+    configurable(parser, "watch")  # every flag above is also a config.yaml key and a TELLTALE_<KEY>
     parser.set_defaults(handler=run)
 
 
@@ -110,6 +112,7 @@ def _config(args: argparse.Namespace) -> WatchConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    apply_settings(args)
     config = _config(args)
     delivery = load_delivery(args)
     options = scan_options(

@@ -174,7 +174,7 @@ def system_config_dir(platform: str | None = None, environ: dict[str, str] | Non
     if platform == "darwin":
         return Path("/Library/Application Support/Telltale")
     if platform.startswith("win"):
-        return Path(env.get("ProgramData") or env.get("PROGRAMDATA") or r"C:\ProgramData") / "Telltale"
+        return Path(env.get("PROGRAMDATA") or env.get("ProgramData") or r"C:\ProgramData") / "Telltale"
     return Path("/etc/telltale")
 
 
@@ -205,9 +205,18 @@ def resolve_roots(
     return ConfigRoots((system, ConfigRoot(user_config_dir(), RootScope.USER)), profile)
 
 
-def add_config_root_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--config-dir`` (repeatable) and ``--no-local-config`` on a command that reads configuration."""
-    group = parser.add_argument_group("configuration roots")
+def add_config_root_arguments(parser: argparse.ArgumentParser, *, profile: bool = True) -> None:
+    """``--profile``, ``--config-dir`` (repeatable) and ``--no-local-config`` on a command that reads
+    configuration (``profile=False`` when the command has its own ``--profile``)."""
+    group = parser.add_argument_group("configuration")
+    if profile:
+        group.add_argument(
+            "--profile",
+            choices=tuple(Profile),
+            default=Profile.USER.value,
+            help="user (default): this user's state, log and configuration (system root, then user root); "
+            "system: the host's (/var/lib/telltale, /var/log/telltale, the system root only)",
+        )
     group.add_argument(
         "--config-dir",
         action="append",

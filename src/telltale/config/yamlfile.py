@@ -86,7 +86,10 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any,
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, str):
             raise yaml.constructor.ConstructorError(
-                None, None, f"a key must be a name, not {type(key).__name__}", key_node.start_mark
+                None, None,
+                f"a key must be a name, not {type(key).__name__}"
+                + (f" (quote it: '{key_node.value}')" if isinstance(key_node, yaml.ScalarNode) else ""),
+                key_node.start_mark,
             )
         if key in result:
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
@@ -128,9 +131,11 @@ def parse_yaml(raw: bytes | str, path: Path) -> YamlDoc:
         data = loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or "not valid YAML"
+        problem = getattr(exc, "problem", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise ConfigError(f"{where}: {problem}") from None
+        if isinstance(exc, yaml.constructor.ConstructorError) and problem and "key" in problem:
+            raise ConfigError(f"{where}: {problem}") from None
+        raise ConfigError(f"{where}: not valid YAML" + (f" ({problem})" if problem else "")) from None
     finally:
         loader.dispose()
     lines: dict[KeyPath, int] = {}

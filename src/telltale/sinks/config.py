@@ -28,16 +28,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
-import platformdirs
-import yaml
 
+from telltale.config.roots import ConfigRoots, resolve_roots, user_config_dir
+from telltale.config.yamlfile import YamlDoc, load_yaml, parse_yaml
 from telltale.errors import ConfigError
+from telltale.sinks.select import Selector, check_selectors, selector_of
 
 OUTPUT_TYPES = ("jsonl", "otlp", "splunk_hec", "elastic")
 REMOTE_TYPES = ("otlp", "splunk_hec", "elastic")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 MAX_SECRET_FILE = 16 * 1024
-MAX_OUTPUTS_FILE = 1024 * 1024
 
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 BatchSize = Annotated[int, msgspec.Meta(ge=1, le=10_000)]
@@ -45,7 +45,7 @@ Seconds = Annotated[float, msgspec.Meta(gt=0, le=3600)]
 
 
 def default_outputs_path() -> Path:
-    return Path(platformdirs.user_config_dir("telltale")) / "outputs.yaml"
+    return user_config_dir() / "outputs.yaml"
 
 
 class Tls(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -62,13 +62,24 @@ class Rotation(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
     max_files: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 10
 
 
+Severity = Literal["informational", "low", "medium", "high", "critical"]
+
+
 class _Output(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, tag_field="type"):
     enabled: bool = True
+    #: What this output takes (see :mod:`telltale.sinks.select`): ``dataset`` or ``dataset:action``.
+    include: list[str] = []
+    exclude: list[str] = []
+    #: Events carrying an ``event.severity`` below this band are not taken.
+    min_severity: Severity | None = None
 
 
 class JsonlOutput(_Output, frozen=True, tag="jsonl", kw_only=True):
+    """An *additional* JSONL file fed from the outbox (the local log is ``log_path``)."""
+
     path: str
     rotation: Rotation = Rotation()
+    #: ``false``: lines are acknowledged once written, before they reach the disk.
     fsync: bool = True
 
 
@@ -123,11 +134,6 @@ Output = JsonlOutput | OtlpOutput | SplunkHecOutput | ElasticOutput
 RemoteOutput = OtlpOutput | SplunkHecOutput | ElasticOutput
 
 
-class OutputsFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    version: Literal[1] = 1
-    outputs: dict[str, Output] = {}
-
-
 @dataclass(frozen=True)
 class Secret:
     """A resolved secret and where it came from (the latter is safe to print)."""
@@ -145,6 +151,10 @@ class LoadedOutputs:
     outputs: dict[str, Output]
     warnings: list[str]
     exists: bool = True
+    #: Every file read, lowest precedence first (``<scope> <path>``).
+    files: list[str] = field(default_factory=list)
+    #: Output name -> where it was defined (``<scope> <file>:<line>``), in merge order.
+    sources: dict[str, list[str]] = field(default_factory=dict)
 
     def remote(self) -> dict[str, RemoteOutput]:
         return {
@@ -153,86 +163,113 @@ class LoadedOutputs:
             if out.enabled and not isinstance(out, JsonlOutput)
         }
 
+    def delivered(self) -> dict[str, Output]:
+        """Every enabled output fed from the outbox: the remote ones and the additional JSONL files."""
+        return {name: out for name, out in self.outputs.items() if out.enabled}
+
     def jsonl(self) -> dict[str, JsonlOutput]:
         return {n: o for n, o in self.outputs.items() if o.enabled and isinstance(o, JsonlOutput)}
 
 
-def _where(msg: str, base: str = "") -> str:
-    """``Expected `int` - at `$.batch_size``` -> ``outputs.siem.batch_size: Expected `int```."""
+def _where(msg: str) -> tuple[str, str]:
+    """``Expected `int` - at `$.batch_size``` -> (``Expected `int```, ``batch_size``)."""
     text, sep, loc = msg.partition(" - at `")
     loc = loc.rstrip("`").lstrip("$").lstrip(".") if sep else ""
     missing = re.match(r"Object missing required field `([^`]+)`", text)
     if missing:
         loc, text = ".".join(p for p in (loc, missing.group(1)) if p), "required"
-    where = ".".join(part for part in (base, loc) if part)
-    return f"{where}: {text}" if where else text
+    unknown = re.match(r"Object contains unknown field `([^`]+)`", text)
+    if unknown:
+        loc, text = ".".join(p for p in (loc, unknown.group(1)) if p), "unknown key"
+    return text, re.sub(r"\[(\d+)\]", r".\1", loc)
 
 
-def load_outputs(path: str | Path | None = None) -> LoadedOutputs:
-    """Read and validate an outputs file.
+def load_outputs(path: str | Path | None = None, roots: ConfigRoots | None = None) -> LoadedOutputs:
+    """Read and validate the outputs.
 
-    With no ``path`` the default location is used and a missing file means "no outputs";
-    a named file that is missing is an error.
+    ``path`` (``--outputs``) names the one file to read; a missing named file is an error.
+    Otherwise every root's ``outputs.yaml`` and then ``outputs.d/*.yaml`` are merged by
+    output name (roots lowest precedence first, see :mod:`telltale.config.roots`): a later
+    definition of a name overrides the fields it sets, or replaces the output when it
+    changes its ``type``. No file anywhere means "no outputs".
     """
-    explicit = path is not None
-    p = Path(path) if path is not None else default_outputs_path()
-    try:
-        with p.open("rb") as fh:
-            raw = fh.read(MAX_OUTPUTS_FILE + 1)
-    except FileNotFoundError:
-        if explicit:
-            raise ConfigError(f"{p}: no such file") from None
-        return LoadedOutputs(p, {}, [], exists=False)
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read ({exc.strerror})") from None
-    if len(raw) > MAX_OUTPUTS_FILE:
-        raise ConfigError(f"{p}: larger than {MAX_OUTPUTS_FILE} bytes")
-    return parse_outputs(raw, p)
+    if path is not None:
+        p = Path(path)
+        return _merge([(load_yaml(p), f"file {p}")], p)
+    roots = resolve_roots() if roots is None else roots
+    docs: list[tuple[YamlDoc, str]] = []
+    for root in roots:
+        one = ConfigRoots((root,), roots.profile)
+        for f in (*one.files("outputs.yaml"), *one.dropins("outputs.d")):
+            docs.append((load_yaml(f.path), f.origin))
+    highest = roots.highest()
+    primary = highest.path / "outputs.yaml" if highest is not None else default_outputs_path()
+    if not docs:
+        return LoadedOutputs(primary, {}, [], exists=False)
+    return _merge(docs, primary if len(docs) > 1 else docs[0][0].path)
 
 
 def parse_outputs(raw: bytes | str, path: Path) -> LoadedOutputs:
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}:{where} not valid YAML") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: top level must be a mapping with an `outputs` key")
-    outputs = data.get("outputs", {})
-    if outputs is None:
-        outputs = {}
-    if not isinstance(outputs, dict):
-        raise ConfigError(f"{path}: outputs: must be a mapping of output names to settings")
-    try:
-        msgspec.convert({**data, "outputs": {}}, OutputsFile)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path}: {_where(str(exc))}") from None
+    """One outputs document (tests, and ``--outputs``)."""
+    return _merge([(parse_yaml(raw, path), f"file {path}")], path)
+
+
+def _merge(docs: Sequence[tuple[YamlDoc, str]], primary: Path) -> LoadedOutputs:
+    specs: dict[str, dict[str, Any]] = {}
+    #: output name -> field -> the document that set it (for file:line in errors)
+    setters: dict[str, dict[str, YamlDoc]] = {}
+    last: dict[str, YamlDoc] = {}
+    sources: dict[str, list[str]] = {}
+    for doc, origin in docs:
+        data = doc.data if doc.data is not None else {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{doc.where()}: top level must be a mapping with an `outputs` key")
+        doc.unknown_keys(("version", "outputs"))
+        if data.get("version", 1) != 1:
+            raise doc.error("only version 1 is known", "version")
+        outputs = data.get("outputs") or {}
+        if not isinstance(outputs, dict):
+            raise doc.error("must be a mapping of output names to settings", "outputs")
+        for name, spec in outputs.items():
+            if not _NAME.match(name):
+                raise doc.error("names are 1-64 of a-z 0-9 _ . - (starting with a letter or digit)", "outputs", name)
+            if not isinstance(spec, dict):
+                raise doc.error("must be a mapping of settings", "outputs", name)
+            before = specs.get(name)
+            if before is None or ("type" in spec and spec["type"] != before.get("type", name)):
+                specs[name], setters[name] = dict(spec), {}
+            else:
+                specs[name] = {**before, **spec}
+            setters[name].update({key: doc for key in spec})
+            last[name] = doc
+            sources.setdefault(name, []).append(f"{origin.split(' ', 1)[0]} {doc.where('outputs', name)}")
     converted: dict[str, Output] = {}
-    for name, spec in outputs.items():
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise ConfigError(
-                f"{path}: outputs.{name}: names are 1-64 of a-z 0-9 _ . - (starting with a letter or digit)"
-            )
-        if isinstance(spec, dict) and "type" not in spec:
+    for name, spec in specs.items():
+        if "type" not in spec:
             if name not in OUTPUT_TYPES:
-                raise ConfigError(f"{path}: outputs.{name}.type: missing (one of {', '.join(OUTPUT_TYPES)})")
+                raise last[name].error(f"missing (one of {', '.join(OUTPUT_TYPES)})", "outputs", name, "type")
             spec = {**spec, "type": name}
         try:
             # One output at a time, so an error can name it (msgspec elides dict keys).
             converted[name] = msgspec.convert(spec, Output)
         except msgspec.ValidationError as exc:
-            raise ConfigError(f"{path}: {_where(str(exc), f'outputs.{name}')}") from None
-    parsed = OutputsFile(outputs=converted)
+            text, loc = _where(str(exc))
+            doc = setters[name].get(loc.split(".", 1)[0], last[name]) if loc else last[name]
+            keys = ("outputs", name, *loc.split(".")) if loc else ("outputs", name)
+            raise ConfigError(f"{doc.where(*keys)}: {'.'.join(keys)}: {text}") from None
     warnings: list[str] = []
-    for name, out in parsed.outputs.items():
-        _check_output(path, name, out, warnings)
-    return LoadedOutputs(path, dict(parsed.outputs), warnings)
+    for name, out in converted.items():
+        for rule in ("include", "exclude"):
+            problem = check_selectors(getattr(out, rule))
+            if problem is not None:
+                doc = setters[name].get(rule, last[name])
+                raise ConfigError(f"{doc.where('outputs', name, rule)}: outputs.{name}.{rule}: {problem}")
+        _check_output(last[name].where("outputs", name), name, out, warnings)
+    files = [origin for _, origin in docs]
+    return LoadedOutputs(primary, converted, warnings, files=files, sources=sources)
 
 
-def _check_url(path: Path, where: str, url: str, schemes: Sequence[str] = ("http", "https")) -> None:
+def _check_url(path: Path | str, where: str, url: str, schemes: Sequence[str] = ("http", "https")) -> None:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in schemes or not parts.hostname:
         raise ConfigError(f"{path}: {where}: must be an {' or '.join(s + '://' for s in schemes)} URL with a host")
@@ -249,7 +286,7 @@ def _is_loopback(url: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def _one_of(path: Path, name: str, out: object, fields: Sequence[str], required: bool) -> str | None:
+def _one_of(path: Path | str, name: str, out: object, fields: Sequence[str], required: bool) -> str | None:
     given = [f for f in fields if getattr(out, f) is not None]
     if len(given) > 1:
         raise ConfigError(f"{path}: outputs.{name}: give only one of {', '.join(given)}")
@@ -258,7 +295,7 @@ def _one_of(path: Path, name: str, out: object, fields: Sequence[str], required:
     return given[0] if given else None
 
 
-def _check_output(path: Path, name: str, out: Output, warnings: list[str]) -> None:
+def _check_output(path: Path | str, name: str, out: Output, warnings: list[str]) -> None:
     pre = f"outputs.{name}"
     if isinstance(out, JsonlOutput):
         if not out.path:
@@ -386,14 +423,21 @@ def _tls(out: RemoteOutput) -> Any:
 
 
 def build_sink(
-    loaded: LoadedOutputs, name: str, out: RemoteOutput, environ: Mapping[str, str] | None = None
+    loaded: LoadedOutputs, name: str, out: Output, environ: Mapping[str, str] | None = None
 ) -> Any:
-    """One remote sink from its validated output, with its secrets resolved now.
+    """One outbox-fed sink from its validated output, with its secrets resolved now.
 
     Returns a ``RemoteSink``; raises ``ConfigError`` for a missing secret or a missing
     optional package (OTLP).
     """
     where = f"outputs.{name}"
+    if isinstance(out, JsonlOutput):
+        from telltale.sinks.jsonl_output import JsonlOutputSink
+
+        return JsonlOutputSink(
+            name, os.path.abspath(os.path.expanduser(out.path)), max_bytes=out.rotation.max_bytes,
+            max_files=out.rotation.max_files, fsync=out.fsync,
+        )
     if isinstance(out, OtlpOutput):
         from telltale.sinks.otlp import OtlpSink
 
@@ -436,9 +480,16 @@ def build_sink(
     )
 
 
-def policy_of(out: RemoteOutput) -> Any:
+def selector(out: Output) -> Selector:
+    """What ``out`` takes from the events of a scan."""
+    return selector_of(out.include, out.exclude, out.min_severity)
+
+
+def policy_of(out: Output) -> Any:
     from telltale.sinks.outbox import SinkPolicy
 
+    if isinstance(out, JsonlOutput):
+        return SinkPolicy(batch_size=5_000)
     return SinkPolicy(
         batch_size=out.batch_size, max_retries=out.max_retries,
         backoff_initial=out.backoff_initial, backoff_max=out.backoff_max,

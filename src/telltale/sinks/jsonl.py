@@ -80,20 +80,26 @@ def _write_lines(fd: int, lines: Sequence[bytes]) -> int:
 class JsonlSink:
     name = "jsonl"
 
-    def __init__(self, path: str, *, max_size: int = DEFAULT_MAX_SIZE, keep: int = DEFAULT_KEEP) -> None:
+    def __init__(self, path: str, *, max_size: int = DEFAULT_MAX_SIZE, keep: int = DEFAULT_KEEP,
+                 fsync: bool = True, mode: int = 0o600, dir_mode: int = 0o700) -> None:
         self.path = os.path.abspath(path)
         self.max_size = max_size
         self.keep = max(0, keep)
+        #: ``False`` only for additional outputs that asked for it (``fsync: false``): the local
+        #: log is always fsynced, because cursors advance on it.
+        self.fsync = fsync
+        #: Mode of a file this sink creates (the local log: 0640, see DECISIONS).
+        self.mode = mode
         parent = os.path.dirname(self.path)
         try:
-            os.makedirs(parent, mode=0o700, exist_ok=True)
+            os.makedirs(parent, mode=dir_mode, exist_ok=True)
         except OSError as exc:
             raise OutputError(f"cannot create log directory {parent}: {exc.strerror}") from exc
 
     def identity(self) -> tuple[int, int, int]:
         """(device, inode, size) of the current file, creating it (0600) when absent."""
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = self._open()
             try:
                 st = os.fstat(fd)
             finally:
@@ -148,17 +154,29 @@ class JsonlSink:
         if not lines:
             return 0
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = self._open()
             try:
                 written = faults.write("write", fd, lines, _write_lines)
                 faults.hit("fsync")
-                os.fsync(fd)
+                if self.fsync:
+                    os.fsync(fd)
                 faults.hit("written")
             finally:
                 os.close(fd)
         except OSError as exc:
             raise _failure(f"cannot write event log {self.path}", exc) from exc
         return written
+
+    def _open(self) -> int:
+        """Open for appending; a file this creates gets exactly ``mode`` (whatever the umask)."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, self.mode)
+        except FileExistsError:
+            return os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        if hasattr(os, "fchmod"):
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, self.mode)
+        return fd
 
     def _fsync_dir(self) -> None:
         if not hasattr(os, "O_DIRECTORY"):
