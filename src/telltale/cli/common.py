@@ -181,6 +181,9 @@ def scan_options(args: argparse.Namespace, delivery: Delivery | None = None, **e
     if feed:
         assert delivery is not None
         delivery.check_paths(log_path)
+        from telltale.sinks.content import check_content
+
+        check_content(delivery.loaded.delivered(), args.content)
     return ScanOptions(
         log_path=log_path,
         state_path=os.path.abspath(os.path.expanduser(args.state_path or profile_state_path(profile))),

@@ -72,6 +72,8 @@ class _Output(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
     exclude: list[str] = []
     #: Events carrying an ``event.severity`` below this band are not taken.
     min_severity: Severity | None = None
+    #: This output's own content mode (``None``: as the local log); never more than the log has.
+    content: Literal["none", "redacted", "full"] | None = None
 
 
 class JsonlOutput(_Output, frozen=True, tag="jsonl", kw_only=True):
@@ -430,6 +432,15 @@ def build_sink(
     Returns a ``RemoteSink``; raises ``ConfigError`` for a missing secret or a missing
     optional package (OTLP).
     """
+    sink = _build_sink(loaded, name, out, environ)
+    if out.content is not None:
+        from telltale.sinks.content import ContentSink
+
+        return ContentSink(sink, out.content)
+    return sink
+
+
+def _build_sink(loaded: LoadedOutputs, name: str, out: Output, environ: Mapping[str, str] | None) -> Any:
     where = f"outputs.{name}"
     if isinstance(out, JsonlOutput):
         from telltale.sinks.jsonl_output import JsonlOutputSink
