@@ -122,3 +122,24 @@ def test_a_jsonl_output_on_the_local_log_is_refused(tmp_path: Path) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "outputs.local.path: is the local log" in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_log_group_and_modes_of_the_local_log(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    write_claude_session(home, "-work-p", "sess-1", 1)
+    groups = [g for g in os.getgroups() if g != os.getgid()] or [os.getgid()]
+    if os.geteuid() == 0:
+        groups = [65534]  # root may give any group (nogroup)
+    gid = groups[0]
+    log = tmp_path / "logs" / "e.jsonl"
+    run_cli(["scan", "--once", "--root", str(home), "--log-path", str(log), "--state-path",
+             str(tmp_path / "state" / "s.sqlite"), "--log-group", str(gid), "--json"], home)
+    assert log.stat().st_gid == gid and (log.stat().st_mode & 0o777) == 0o640
+    assert log.parent.stat().st_gid == gid and (log.parent.stat().st_mode & 0o777) == 0o750
+    state = tmp_path / "state" / "s.sqlite"
+    assert (state.stat().st_mode & 0o777) == 0o600 and (state.parent.stat().st_mode & 0o777) == 0o700
+    proc = run_cli(["scan", "--once", "--root", str(home), "--log-path", str(tmp_path / "x" / "e.jsonl"),
+                    "--state-path", str(tmp_path / "x" / "s.sqlite"), "--log-group", "no-such-group-tt"], home,
+                   check=False)
+    assert proc.returncode == 2 and "--log-group: no group named 'no-such-group-tt'" in proc.stderr
+    assert not (tmp_path / "x").exists()

@@ -122,6 +122,8 @@ class ScanOptions:
     scan_duration_threshold_seconds: float = 300.0
     log_rotate_max_size: int = 100 * 1024 * 1024
     log_rotate_keep: int = 5
+    #: Group id of the log files (and directory) this run creates (``--log-group``).
+    log_group: int | None = None
     window_bytes: int = WINDOW_BYTES
     #: Names of the outputs fed from the outbox (remote ones and additional JSONL files).
     remote_sinks: tuple[str, ...] = ()
@@ -295,7 +297,7 @@ class Scanner:
             # The local log: group-readable (a forwarder's group), in a directory it may traverse.
             self.sink = JsonlSink(
                 options.log_path, max_size=options.log_rotate_max_size, keep=options.log_rotate_keep,
-                mode=0o640, dir_mode=0o750,
+                mode=0o640, dir_mode=0o750, group=options.log_group,
             )
         elif os.path.exists(options.state_path):
             self.state = _read_only_state(options.state_path)

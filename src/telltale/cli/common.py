@@ -76,6 +76,12 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--log-rotate-max-size", type=_size, default=100 << 20, metavar="SIZE")
     parser.add_argument("--log-rotate-keep", type=int, default=5, metavar="N")
+    parser.add_argument(
+        "--log-group",
+        metavar="GROUP",
+        help="group (name or id) of the log files Telltale creates, so a forwarder in that group can read "
+        "them (mode 0640 in a 0750 directory)",
+    )
     parser.add_argument("--rules", action="append", metavar="FILE", help="extra rule file (repeatable, additive)")
     parser.add_argument("--no-default-rules", action="store_true", help="do not load the default rule pack")
     add_sigma_argument(parser)
@@ -192,11 +198,28 @@ def scan_options(args: argparse.Namespace, delivery: Delivery | None = None, **e
         allow_fixtures=args.allow_fixtures,
         log_rotate_max_size=args.log_rotate_max_size,
         log_rotate_keep=args.log_rotate_keep,
+        log_group=_group_id(args.log_group),
         window_bytes=args.window_bytes,
         remote_sinks=delivery.names if feed and delivery is not None else (),
         sink_selectors=delivery.selectors() if feed and delivery is not None else {},
         **extra,
     )
+
+
+def _group_id(group: str | None) -> int | None:
+    """A ``--log-group`` as a numeric id; an unknown group is a usage error (exit 2)."""
+    if group is None:
+        return None
+    if group.isdigit():
+        return int(group)
+    try:
+        import grp
+    except ImportError:  # Windows: no POSIX groups
+        raise UsageError("--log-group: POSIX groups are not available on this platform") from None
+    try:
+        return grp.getgrnam(group).gr_gid
+    except KeyError:
+        raise UsageError(f"--log-group: no group named {group!r}") from None
 
 
 def checked_discovery(args: argparse.Namespace, options: ScanOptions) -> DiscoveryResult:

@@ -81,7 +81,7 @@ class JsonlSink:
     name = "jsonl"
 
     def __init__(self, path: str, *, max_size: int = DEFAULT_MAX_SIZE, keep: int = DEFAULT_KEEP,
-                 fsync: bool = True, mode: int = 0o600, dir_mode: int = 0o700) -> None:
+                 fsync: bool = True, mode: int = 0o600, dir_mode: int = 0o700, group: int | None = None) -> None:
         self.path = os.path.abspath(path)
         self.max_size = max_size
         self.keep = max(0, keep)
@@ -90,9 +90,16 @@ class JsonlSink:
         self.fsync = fsync
         #: Mode of a file this sink creates (the local log: 0640, see DECISIONS).
         self.mode = mode
+        #: Group of the files (and the directory) this sink creates, for a forwarder (``--log-group``).
+        self.group = group
         parent = os.path.dirname(self.path)
         try:
+            created = not os.path.isdir(parent)
             os.makedirs(parent, mode=dir_mode, exist_ok=True)
+            if created:
+                if group is not None and hasattr(os, "chown"):
+                    os.chown(parent, -1, group)
+                os.chmod(parent, dir_mode)  # whatever the umask
         except OSError as exc:
             raise OutputError(f"cannot create log directory {parent}: {exc.strerror}") from exc
 
@@ -173,9 +180,16 @@ class JsonlSink:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, self.mode)
         except FileExistsError:
             return os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        if hasattr(os, "fchmod"):
-            with contextlib.suppress(OSError):
+        try:
+            if self.group is not None and hasattr(os, "fchown"):
+                os.fchown(fd, -1, self.group)  # before the mode: a chown may clear it
+            if hasattr(os, "fchmod"):
                 os.fchmod(fd, self.mode)
+        except OSError:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)  # never leave a log behind with the wrong group or mode
+            raise
         return fd
 
     def _fsync_dir(self) -> None:
