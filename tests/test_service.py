@@ -215,3 +215,18 @@ def test_render_prints_every_file_and_changes_nothing(tmp_path: Path) -> None:
                                  extra_env=_env(tmp_path)).stdout)
         assert set(out) == names
     assert not (tmp_path / "xdg").exists()
+
+
+def test_system_install_into_a_destination_writes_the_hardened_units(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    dest = tmp_path / "pkgroot" / "lib" / "systemd" / "system"
+    run_cli(["service", "install", "--system", "--mode", "timer", "--every", "15m", "--init", "systemd",
+             "--dest", str(dest)], home, extra_env=_env(tmp_path))
+    assert {p.name for p in dest.iterdir()} == {"telltale.service", "telltale.timer"}
+    assert "ProtectSystem=strict" in (dest / "telltale.service").read_text()
+    assert "OnUnitInactiveSec=15min" in (dest / "telltale.timer").read_text()
+    assert _verify(dest).stderr == ""
+    run_cli(["service", "uninstall", "--system", "--init", "systemd", "--dest", str(dest)], home,
+            extra_env=_env(tmp_path))
+    assert list(dest.iterdir()) == []

@@ -102,3 +102,10 @@ def test_user_service_watch_sends_detections_and_health_but_no_activity_to_otlp(
     assert set(received) == {"telltale.detection", "telltale.health"}  # no activity, no inventory
     ids = store.event_ids()
     assert len(ids) == len(set(ids))
+    # status: installed (files), and the last scan from the read side of the profile's state
+    path = f"{tmp_path / 'nobin'}"
+    status = json.loads(run_cli(["service", "status", "--json", "--init", "systemd"], home,
+                                extra_env={**env, "PATH": path}).stdout)
+    assert status["installed"] and status["mode"] == "watch"
+    assert status["enabled"] == "unknown (systemctl not found)"
+    assert status["last_scan"] is not None and status["last_scan"]["detections"] >= 1
