@@ -140,10 +140,8 @@ _ROOT_VARIABLES: dict[str, tuple[str, ...]] = {
     "project_local": ("TELLTALE_PROJECT_CONFIG", "--project-config"),
     "editor_user": ("HOME",) if sys.platform != "win32" else ("APPDATA", "USERPROFILE"),
 }
-#: Variables that move one kind's store in addition to its root's.
+#: Variables that move one kind's store besides its root's and its spec's ``env_paths``.
 _KIND_VARIABLES: dict[str, tuple[str, ...]] = {
-    "claude.projects": ("CLAUDE_CONFIG_DIR",),
-    "copilot.session_state": ("COPILOT_HOME",),
     "opencode.sqlite": ("OPENCODE_DB",),
 }
 
@@ -158,6 +156,7 @@ def variables(kinds: tuple[str, ...]) -> list[str]:
         spec = specs.get(kind)
         names.extend(_KIND_VARIABLES.get(kind, ()))
         if spec is not None:
+            names.extend(name for name, _ in spec.env_paths)
             names.extend(_ROOT_VARIABLES.get(spec.root_type.value, ()))
     return list(dict.fromkeys(names))
 

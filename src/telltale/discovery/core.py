@@ -43,22 +43,6 @@ from telltale.errors import UsageError
 from telltale.sources import registry
 from telltale.sources.spec import RootType, Source, SourceSpec
 
-#: Environment-only extra roots, searched in addition to the home-relative one
-#: (CAND-7 for Claude; COPILOT_HOME replaces ``~/.copilot`` for the CLI, but a scanner
-#: service may not share the user's environment, so both are searched).
-_ENV_EXTRAS: dict[str, tuple[str, str]] = {
-    "claude.projects": ("CLAUDE_CONFIG_DIR", "projects"),
-    "copilot.session_state": ("COPILOT_HOME", "session-state"),
-    "continue.sessions": ("CONTINUE_GLOBAL_DIR", "sessions"),
-    "continue.dev_data": ("CONTINUE_GLOBAL_DIR", "dev_data"),
-    # GEMINI_CLI_HOME names the home that holds .gemini (gemini-cli's paths.ts).
-    "gemini.chats": ("GEMINI_CLI_HOME", ".gemini/tmp"),
-    "gemini.legacy_chats": ("GEMINI_CLI_HOME", ".gemini/tmp"),
-    "gemini.logs": ("GEMINI_CLI_HOME", ".gemini/tmp"),
-    # Kilo's OpenCode core keeps its data in the XDG data directory on every platform.
-    "kilo.sqlite": ("XDG_DATA_HOME", "kilo"),
-}
-
 
 class _Collector:
     """Accumulates sources and store roots; merges roots watched for several kinds."""
@@ -173,10 +157,8 @@ def _host_pairs(
             target = WalkTarget(spec=spec, root_type=spec.root_type, found_by=found_by)
             for relative in (spec.relative_path, *spec.also_relative_paths):
                 pairs.append((_join_relative(flavour, base, relative), target))
-        extra = _ENV_EXTRAS.get(spec.kind)
-        if env is not None and extra is not None:
-            name, relative = extra
-            value = env.get(name)
+        for name, relative in spec.env_paths if env is not None else ():
+            value = env.get(name) if env is not None else None
             if value is not None:
                 target = WalkTarget(spec=spec, root_type=spec.root_type, found_by=f"env:{name}")
                 pairs.append((_join_relative(flavour, value, relative), target))

@@ -50,6 +50,7 @@ SPECS = (
         file_patterns=("*.jsonl",),
         recursive=True,
         fixture_relative_path="claude/projects",
+        env_paths=(("CLAUDE_CONFIG_DIR", "projects"),),  # CAND-7
         adapter="telltale.sources.claude:ClaudeAdapter",
         description="Claude Code project transcripts (CLI and desktop Code tab)",
     ),

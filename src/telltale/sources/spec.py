@@ -42,7 +42,10 @@ class SourceSpec(msgspec.Struct, frozen=True, kw_only=True):
     name (case-sensitive); ``exclude_patterns`` win over them. When ``parent_dir`` is
     set, a file only matches when its immediate parent directory has that name.
     ``also_relative_paths`` are more directories of the same store below the same root
-    (one agent writing the same layout under two folders).
+    (one agent writing the same layout under two folders). ``env_paths`` are
+    ``(VARIABLE, relative path)`` pairs: when host discovery sees the variable set, the
+    store is also searched below its value (searched in addition to the home-relative
+    paths: a scanner service may not share the user's environment).
 
     ``locator`` names a function of the agent's package that returns more directories to
     search (Crush's project index, Goose's ``GOOSE_PATH_ROOT``), walked like the others.
@@ -68,6 +71,7 @@ class SourceSpec(msgspec.Struct, frozen=True, kw_only=True):
     #: empty means every editor (an extension can be installed in any of them).
     editors: tuple[str, ...] = ()
     also_relative_paths: tuple[str, ...] = ()
+    env_paths: tuple[tuple[str, str], ...] = ()
     unsupported: UnsupportedReason | None = None
     #: ``"module:function"`` naming more store directories of this kind from the host
     #: (an agent's own index file, its own variables): see ``telltale.discovery.locate``.

@@ -33,6 +33,8 @@ SPECS = (
         file_patterns=("events.jsonl", "*.jsonl"),
         recursive=True,
         fixture_relative_path="copilot/session-state",
+        # COPILOT_HOME replaces ~/.copilot for the CLI; both are searched.
+        env_paths=(("COPILOT_HOME", "session-state"),),
         adapter="telltale.sources.copilot:CopilotSessionStateAdapter",
         description="Copilot CLI session-state event logs (~/.copilot or COPILOT_HOME)",
     ),

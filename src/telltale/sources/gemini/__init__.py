@@ -21,7 +21,8 @@ from telltale.sources.spec import RootType, SourceSpec
 
 CLIENT = "gemini"
 _TMP = ".gemini/tmp"
-#: The variable that moves the whole ``.gemini`` folder (it names the *home* that holds it).
+#: The variable that moves the whole ``.gemini`` folder (it names the *home* that holds it,
+#: gemini-cli's paths.ts).
 HOME_ENV = "GEMINI_CLI_HOME"
 
 SPECS = (
@@ -33,6 +34,7 @@ SPECS = (
         file_patterns=("*.jsonl",),
         recursive=True,
         fixture_relative_path="gemini/tmp",
+        env_paths=((HOME_ENV, _TMP),),
         adapter="telltale.sources.gemini:GeminiChatsAdapter",
         description="Gemini CLI session logs (chats/session-*.jsonl, subagent chats)",
     ),
@@ -45,6 +47,7 @@ SPECS = (
         parent_dir="chats",
         recursive=True,
         fixture_relative_path="gemini/tmp",
+        env_paths=((HOME_ENV, _TMP),),
         adapter="telltale.sources.gemini:GeminiLegacyChatsAdapter",
         description="Gemini CLI whole-file sessions (chats/session-*.json, before the JSONL log)",
     ),
@@ -56,6 +59,7 @@ SPECS = (
         file_patterns=("logs.json",),
         recursive=True,
         fixture_relative_path="gemini/tmp",
+        env_paths=((HOME_ENV, _TMP),),
         adapter="telltale.sources.gemini:GeminiLogsAdapter",
         description="Gemini CLI prompt logs (tmp/<project>/logs.json)",
     ),

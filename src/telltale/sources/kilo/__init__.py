@@ -40,6 +40,8 @@ SPECS = (
         recursive=False,
         layout=StoreLayout.SQLITE,
         fixture_relative_path="kilo/xdg-data",
+        # Kilo's OpenCode core keeps its data in the XDG data directory on every platform.
+        env_paths=(("XDG_DATA_HOME", "kilo"),),
         adapter="telltale.sources.kilo:KiloAdapter",
         description="Kilo Code SQLite store (OpenCode schema, kilo.db)",
     ),
