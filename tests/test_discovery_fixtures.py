@@ -46,6 +46,17 @@ FIXTURE_FILES = {
     "crush.sqlite": "crush/project/.crush/crush.db",
     "goose.sqlite": "goose/sessions/sessions.db",
     "goose.legacy": "goose/sessions/20250101_1.jsonl",
+    "zed.threads": "zed/threads/threads.db",
+    "amp.threads": "amp/threads/T-0001.json",
+    "droid.sessions": "droid/sessions/-home-p/s1.jsonl",
+    "droid.settings": "droid/sessions/-home-p/s1.settings.json",
+    "windsurf.cascade": "windsurf/cascade/c1.pb",
+    "trae.agent_db": "trae/ai-agent/database.db",
+    "kiro.cli": "kiro/sessions/cli/s1.jsonl",
+    "kiro.cli_sqlite": "kiro/kiro-cli/data.sqlite3",
+    "kiro.ide_sessions": "kiro/kiro.kiroagent/workspace-sessions/d3M/s1.json",
+    "kiro.ide_chats": "kiro/kiro.kiroagent/0a1b/c1.chat",
+    "kiro.ide_executions": "kiro/kiro.kiroagent/0a1b/414d1636299d2b9e4ce7e17fb11f63e9/e1",
 }
 
 
@@ -76,6 +87,14 @@ def test_FIX_5_markers_are_the_flattened_paths_except_data_home() -> None:
         "aider/projects",
         "crush/project/.crush",
         "goose/sessions",
+        "zed/threads",
+        "amp/threads",
+        "droid/sessions",
+        "windsurf/cascade",
+        "trae/ai-agent",
+        "kiro/sessions/cli",
+        "kiro/kiro.kiroagent/workspace-sessions",
+        "kiro/kiro.kiroagent",
     }
 
 

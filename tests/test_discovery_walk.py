@@ -87,6 +87,18 @@ def test_REG_5_every_registered_kind_is_discoverable(home: Path) -> None:
         "crush.sqlite": "projects/app/.crush/crush.db",
         "goose.sqlite": ".local/share/goose/sessions/sessions.db",
         "goose.legacy": ".local/share/goose/sessions/20250101_1.jsonl",
+        "windsurf.cascade": ".codeium/windsurf/cascade/c.pb",
+        "trae.agent_db": ".config/Trae/ModularData/ai-agent/database.db",
+        "zed.threads": ".local/share/zed/threads/threads.db",
+        "amp.threads": ".local/share/amp/threads/T-1.json",
+        "droid.sessions": ".factory/sessions/-home-u-app/s1.jsonl",
+        "droid.settings": ".factory/sessions/-home-u-app/s1.settings.json",
+        "kiro.cli": ".kiro/sessions/cli/k1.jsonl",
+        "kiro.cli_sqlite": ".local/share/kiro-cli/data.sqlite3",
+        "kiro.ide_sessions": ".config/Kiro/User/globalStorage/kiro.kiroagent/workspace-sessions/d3M/k2.json",
+        "kiro.ide_chats": ".config/Kiro/User/globalStorage/kiro.kiroagent/0a1b/k3.chat",
+        "kiro.ide_executions":
+            ".config/Kiro/User/globalStorage/kiro.kiroagent/0a1b/414d1636299d2b9e4ce7e17fb11f63e9/e1",
     }
     assert set(layout) == set(KINDS)
     for path in layout.values():

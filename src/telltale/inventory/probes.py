@@ -160,7 +160,57 @@ AGENTS: tuple[AgentProbe, ...] = (
         agent="windsurf",
         display_name="Windsurf",
         executables=("windsurf",),
-        app_data=(AppDataProbe(name="windsurf", location="windsurf", parts=(".windsurf", "extensions")),),
+        app_data=(
+            AppDataProbe(name="windsurf", location="windsurf", parts=(".windsurf", "extensions")),
+            # Cascade's (encrypted) conversations: the agent ran here even if the editor moved.
+            AppDataProbe(name="windsurf-cascade", location="windsurf", parts=(".codeium", "windsurf")),
+        ),
+    ),
+    AgentProbe(
+        agent="trae",
+        display_name="Trae",
+        executables=("trae",),
+        app_data=(
+            AppDataProbe(name="trae", location="trae", parts=("Library", "Application Support", "Trae")),
+            AppDataProbe(name="trae", location="trae", parts=("AppData", "Roaming", "Trae")),
+            AppDataProbe(name="trae", location="trae", parts=(".config", "Trae")),
+            AppDataProbe(name="trae-cli", location="trae", parts=(".trae",)),
+        ),
+    ),
+    AgentProbe(
+        agent="zed",
+        display_name="Zed",
+        executables=("zed", "zeditor"),
+        app_data=(
+            AppDataProbe(name="zed", location="zed", parts=(".local", "share", "zed")),
+            AppDataProbe(name="zed", location="zed", parts=("Library", "Application Support", "Zed")),
+            AppDataProbe(name="zed", location="zed", parts=("AppData", "Local", "Zed")),
+        ),
+    ),
+    AgentProbe(
+        agent="amp",
+        display_name="Amp",
+        executables=("amp",),
+        packages=("@sourcegraph/amp",),
+        extensions=("sourcegraph.amp",),
+        app_data=(AppDataProbe(name="amp", location="amp", parts=(".local", "share", "amp")),),
+    ),
+    AgentProbe(
+        agent="droid",
+        display_name="Factory Droid",
+        executables=("droid",),
+        app_data=(AppDataProbe(name="factory", location="factory", parts=(".factory", "sessions")),),
+    ),
+    AgentProbe(
+        agent="kiro",
+        display_name="Kiro",
+        executables=("kiro", "kiro-cli"),
+        app_data=(
+            AppDataProbe(name="kiro", location="kiro", parts=(".kiro",)),
+            AppDataProbe(name="kiro-ide", location="kiro", parts=("Library", "Application Support", "Kiro")),
+            AppDataProbe(name="kiro-ide", location="kiro", parts=("AppData", "Roaming", "Kiro")),
+            AppDataProbe(name="kiro-ide", location="kiro", parts=(".config", "Kiro")),
+        ),
     ),
     AgentProbe(
         agent="cline",

@@ -12,6 +12,7 @@ from functools import cache
 from telltale.errors import UsageError
 from telltale.sources import (
     aider,
+    amp,
     antigravity,
     claude,
     cline,
@@ -20,12 +21,17 @@ from telltale.sources import (
     copilot,
     crush,
     cursor,
+    droid,
     gemini,
     goose,
     kilo,
+    kiro,
     openclaw,
     opencode,
     qwen,
+    trae,
+    windsurf,
+    zed,
 )
 from telltale.sources.base import Adapter
 from telltale.sources.spec import SourceSpec
@@ -42,11 +48,17 @@ REGISTRY: tuple[SourceSpec, ...] = (
     *gemini.SPECS,
     *kilo.SPECS,
     *antigravity.SPECS,
+    *windsurf.SPECS,
+    *trae.SPECS,
     *cline.SPECS,
     *continue_.SPECS,
     *aider.SPECS,
     *goose.SPECS,
     *crush.SPECS,
+    *zed.SPECS,
+    *amp.SPECS,
+    *droid.SPECS,
+    *kiro.SPECS,
 )
 
 CLIENTS: tuple[str, ...] = tuple(dict.fromkeys(spec.client for spec in REGISTRY))
