@@ -73,6 +73,8 @@ class ThreadHandler:
         name = os.path.basename(source.path)
         self.sid = name[: -len(".json")] if name.endswith(".json") else name
         self.head: wire.ThreadHead | None = None
+        self.title: str | None = None
+        self.created: int | float | None = None
         self.messages: Sequence[wire.Message | None] = ()
         self.cwd: str | None = None
         self.fresh = True
@@ -82,10 +84,14 @@ class ThreadHandler:
     # DocumentHandler protocol
     def split(self, data: bytes) -> list[msgspec.Raw]:
         self.head = wire.thread_head.decode(data)
-        if self.head.id and len(self.head.id) <= 256:
+        if isinstance(self.head.id, str) and 0 < len(self.head.id) <= 256:
             self.sid = self.head.id
-        trees = self.head.env.initial.trees if self.head.env and self.head.env.initial else []
+        env = wire.typed(self.head.env, wire.Env)
+        trees = env.initial.trees if env is not None and env.initial is not None else []
         self.cwd = _file_uri(trees[0].uri) if trees else None
+        self.title = self.head.title if isinstance(self.head.title, str) else None
+        created = self.head.created
+        self.created = created if isinstance(created, int | float) and not isinstance(created, bool) else None
         return self.head.messages
 
     def decode(self, raw: msgspec.Raw) -> wire.Message:
@@ -130,10 +136,10 @@ class ThreadHandler:
         }
         if self.fresh and not self.session_emitted:
             self.session_emitted = True
-            title = self.head.title
+            title = self.title
             rec.add(source_identity=identity, coordinate="session", family=Family.SESSION,
                     attributes={"title": title[:256]} if title else {},
-                    **{**common, "occurred_at": iso_time(self.head.created)})
+                    **{**common, "occurred_at": iso_time(self.created)})
         blocks = [] if isinstance(entry.content, str) else entry.content
         texts = [entry.content] if isinstance(entry.content, str) and entry.content else [
             b.text for b in blocks if b.type == "text" and b.text]

@@ -21,14 +21,18 @@ class Env(msgspec.Struct):
 
 
 class ThreadHead(msgspec.Struct):
-    """The thread without decoding its messages (they are split raw, one entry each)."""
+    """The thread without decoding its messages (they are split raw, one entry each).
 
-    id: str | None = None
-    v: int | None = None
-    title: str | None = None
-    created: int | float | None = None
+    The other fields are decoded loosely: an odd value costs that value, never the
+    thread (:func:`typed`).
+    """
+
+    id: Any = None
+    v: Any = None
+    title: Any = None
+    created: Any = None
     messages: list[msgspec.Raw] = []
-    env: Env | None = None
+    env: Any = None
 
 
 class Error(msgspec.Struct):
@@ -85,4 +89,14 @@ class Message(msgspec.Struct):
 
 
 thread_head = msgspec.json.Decoder(ThreadHead)
+
+
+def typed(value: Any, kind: type[msgspec.Struct]) -> Any:
+    """``value`` as ``kind`` when it has that shape, else ``None``."""
+    if value is None:
+        return None
+    try:
+        return msgspec.convert(value, kind)
+    except msgspec.ValidationError:
+        return None
 message = msgspec.json.Decoder(Message)

@@ -303,12 +303,14 @@ class _Mapper:
         self.thread = thread
         self.emitted: set[str] = set()
         self.bounded: list[tuple[str, BoundExceeded]] = []
-        model = thread.model or wire.Model()
+        model = wire.typed(thread.model, wire.Model) or wire.Model()
         self.model, self.provider = model.model, model.provider
+        self.title = thread.title if isinstance(thread.title, str) else None
         folders = row.get("folder_paths")
         cwd = folders.splitlines()[0].strip() if isinstance(folders, str) and folders.strip() else None
-        if cwd is None and thread.initial_project_snapshot and thread.initial_project_snapshot.worktree_snapshots:
-            cwd = thread.initial_project_snapshot.worktree_snapshots[0].worktree_path
+        snapshot = wire.typed(thread.initial_project_snapshot, wire.Snapshot)
+        if cwd is None and snapshot is not None and snapshot.worktree_snapshots:
+            cwd = snapshot.worktree_snapshots[0].worktree_path
         self.cwd = cwd
         parent = row.get("parent_id")
         self.parent = parent if isinstance(parent, str) and parent else None
@@ -338,7 +340,7 @@ class _Mapper:
     def project(self, rec: Recorder, done: set[str], *, started: bool) -> list[str]:
         keys: list[str] = []
         if not started:
-            title = self.thread.title
+            title = self.title
             self.emit("session", set(), lambda: rec.add(
                 source_identity=self.identity, coordinate="session", family=Family.SESSION, model=self.model,
                 provider=self.provider, parent_session_id=self.parent, occurred_at=self.created,
@@ -347,6 +349,8 @@ class _Mapper:
         after = "start"
         agents_since = 0
         for index, message in enumerate(self.thread.messages):
+            if not isinstance(message, dict):
+                continue  # not a message this build knows: nothing to say about it
             user = message.get("User")
             agent = message.get("Agent")
             if isinstance(user, dict):
@@ -410,7 +414,7 @@ class _Mapper:
         return keys
 
     def usage(self, rec: Recorder, prior: list[int]) -> list[int]:
-        usage = self.thread.cumulative_token_usage
+        usage = wire.typed(self.thread.cumulative_token_usage, wire.TokenUsage)
         if usage is None:
             return prior
         values = (usage.input_tokens, usage.output_tokens, usage.cache_creation_input_tokens,

@@ -33,13 +33,25 @@ class Snapshot(msgspec.Struct):
 
 
 class Thread(msgspec.Struct):
-    title: str | None = None
-    version: str | None = None
-    messages: list[dict[str, Any]] = []
-    cumulative_token_usage: TokenUsage | None = None
-    model: Model | None = None
-    initial_project_snapshot: Snapshot | None = None
-    profile: str | None = None
+    """The thread; every field but ``messages`` is decoded loosely (one odd value costs
+    that value, never the thread): see :func:`typed`."""
+
+    title: Any = None
+    version: Any = None
+    messages: list[Any] = []
+    cumulative_token_usage: Any = None
+    model: Any = None
+    initial_project_snapshot: Any = None
 
 
 thread = msgspec.json.Decoder(Thread)
+
+
+def typed(value: Any, kind: type[msgspec.Struct]) -> Any:
+    """``value`` as ``kind`` when it has that shape, else ``None``."""
+    if value is None:
+        return None
+    try:
+        return msgspec.convert(value, kind)
+    except msgspec.ValidationError:
+        return None
