@@ -321,3 +321,58 @@ def test_cli_exactly_once_across_appends_and_rewrites_stores_untouched(tmp_path:
     ids = [e["event"]["id"] for e in first + second]
     assert len(ids) == len(set(ids))
     assert any(e["event"]["dataset"] == "telltale.detection" for e in first + second)
+
+
+def test_sqlite_changes_still_in_the_wal_are_seen(tmp_path: Path) -> None:
+    """Kiro's ``data.sqlite3`` is a WAL database while the CLI runs: a commit that is only in
+    ``-wal`` (the main file unchanged) must not make the source look unchanged."""
+    from telltale.pipeline import Scanner, ScanOptions
+
+    db = tmp_path / ".local" / "share" / "kiro-cli" / "data.sqlite3"
+    put_conversation(db, conversation(1), updated=1)
+    writer = sqlite3.connect(db)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    sources = discover(DiscoveryOptions(root=str(tmp_path), env={}, clients=("kiro",))).sources
+    options = ScanOptions(log_path=str(tmp_path / "o" / "e.jsonl"), state_path=str(tmp_path / "o" / "s.sqlite"))
+
+    def scan_once() -> list[dict[str, Any]]:
+        from scan_helpers import read_events
+
+        before = len(read_events(tmp_path / "o" / "e.jsonl"))
+        scanner = Scanner(options)
+        try:
+            scanner.scan(sources)
+        finally:
+            scanner.close()
+        return read_events(tmp_path / "o" / "e.jsonl")[before:]
+
+    try:
+        first = [e for e in scan_once() if e["event"]["dataset"] == "telltale.activity"]
+        assert len(first) == 3
+        writer.execute("UPDATE conversations_v2 SET value = ?, updated_at = updated_at + 5",
+                       (json.dumps(conversation(2)),))
+        writer.commit()
+        assert (db.parent / "data.sqlite3-wal").stat().st_size > 0
+        second = [e for e in scan_once() if e["event"]["dataset"] == "telltale.activity"]
+        assert [e["event"]["action"] for e in second] == ["tool_result", "message"]
+    finally:
+        writer.close()
+
+
+def test_a_fifo_in_place_of_the_metadata_never_blocks(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    path = write_cli(tmp_path, cli_lines()[:1])
+    meta = path.with_suffix(".json")
+    meta.unlink()
+    os.mkfifo(meta)
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("blocked on the FIFO")))
+    signal.alarm(10)
+    try:
+        batches, _ = acquire("kiro.cli", path)
+    finally:
+        signal.alarm(0)
+    assert [o.text for o in observations(batches) if o.family is Family.MESSAGE] == ["clean the repo"]
+    assert {o.session_id for o in observations(batches)} == {SID}  # the file name, without metadata

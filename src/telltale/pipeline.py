@@ -229,7 +229,7 @@ def stat_fingerprint(source: Source) -> str | None:
     except OSError:
         return None
     parts = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
-    if source.kind.endswith(".sqlite") or source.path.endswith((".db", ".sqlite", ".vscdb")):
+    if source.kind.endswith(".sqlite") or source.path.endswith((".db", ".sqlite", ".sqlite3", ".vscdb")):
         try:
             wal = os.stat(source.path + "-wal", follow_symlinks=False)
             parts += [wal.st_ino, wal.st_size, wal.st_mtime_ns]

@@ -14,13 +14,12 @@ over) are reported from zero again. The file is small; anything over
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 
 import msgspec
 
-from telltale.errors import SourceError
 from telltale.model import BoundExceeded, Family, Provenance, Quarantine, TokenUsage
+from telltale.readers.files import read_document
 from telltale.readers.records import decode_guarded
 from telltale.sources._jsonl_driver import Recorder
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
@@ -40,23 +39,6 @@ class _Cursor(msgspec.Struct, omit_defaults=True):
 _cursor_decoder = msgspec.json.Decoder(_Cursor)
 
 
-def _read(path: str) -> bytes:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise SourceError("missing", "the settings file disappeared before it was read") from None
-    except OSError as exc:
-        raise SourceError("unreadable", type(exc).__name__) from None
-    with os.fdopen(fd, "rb", buffering=0) as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise SourceError("not_regular_file", "the settings file is not a regular file")
-        data = fh.read(MAX_SETTINGS_BYTES + 1)
-    if len(data) > MAX_SETTINGS_BYTES:
-        raise SourceError("over_budget", f"settings file over {MAX_SETTINGS_BYTES} bytes")
-    return data
-
-
 def _totals(usage: wire.TokenUsage) -> list[int]:
     values = (usage.inputTokens, usage.outputTokens, usage.cacheCreationTokens, usage.cacheReadTokens,
               usage.thinkingTokens)
@@ -73,7 +55,7 @@ class DroidSettingsAdapter:
                 prior = _cursor_decoder.decode(cursor).totals
             except msgspec.DecodeError:
                 prior = []
-        data = _read(source.path)
+        data, _ = read_document(source.path, MAX_SETTINGS_BYTES)
         name = os.path.basename(source.path)
         sid = name[: -len(_SUFFIX)] if name.endswith(_SUFFIX) else name
         try:

@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from telltale.model import BoundExceeded, Family, Provenance, Stage, encode_arguments, iso_time
+from telltale.readers.files import read_small
 from telltale.readers.jsonl import Line
 from telltale.readers.records import decode_guarded
 from telltale.sources._jsonl_driver import (
@@ -90,16 +91,11 @@ _carry = msgspec.json.Decoder(_Carry)
 
 
 def read_meta(path: str) -> _Meta:
-    """The ``<id>.json`` beside a log, or an empty one (missing, large, or not JSON)."""
+    """The ``<id>.json`` beside a log, or an empty one (missing, not a regular file, large,
+    or not JSON: the log is read all the same)."""
     meta_path = path[: -len(".jsonl")] + ".json" if path.endswith(".jsonl") else path + ".json"
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(meta_path, flags)
-    except OSError:
-        return _Meta()
-    with os.fdopen(fd, "rb", buffering=0) as fh:
-        data = fh.read(META_BOUND + 1)
-    if len(data) > META_BOUND:
+    data = read_small(meta_path, META_BOUND)
+    if data is None:
         return _Meta()
     try:
         return _meta.decode(data)
