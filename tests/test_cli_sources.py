@@ -83,7 +83,11 @@ def test_CAND_2_end_to_end_subprocess_finds_each_kind_and_nothing_else(tmp_path:
     assert by_kind["codex.sessions"]["root_type"] == "codex_home"
     assert by_kind["opencode.sqlite"]["root_type"] == "data_home"
     assert {r["found_by"] for r in records} == {"explicit_root", "project:projects"}
-    assert set(records[0]) == {"type", "client", "kind", "path", "root_type", "found_by", "store_root"}
+    assert set(records[0]) == {"type", "client", "kind", "path", "path_hash", "root_type", "found_by", "store_root"}
+    # The hash alerts and activity events carry resolves to its store here.
+    from telltale.events.envelope import path_hash
+
+    assert all(r["path_hash"] == path_hash(r["path"]) for r in records)
     assert proc.stderr == ""
 
 

@@ -87,7 +87,10 @@ def test_sequence_document() -> None:
     assert td["sequence"] is True
     assert td["rule_ids"] == ["credential.cloud_harvest", "supply_chain.publish"]
     assert len(td["anchors"]) == 2 and td["categories"][0] == "supply_chain"
-    assert doc["event"]["severity"] == 99 and doc["event"]["risk_score"] == float(chain.score)
+    # ECS risk_score is 0-100; the raw sum stays under telltale.detection.score.
+    assert chain.score > 100
+    assert doc["event"]["severity"] == 99 and doc["event"]["risk_score"] == 100.0
+    assert td["score"] == chain.score and td["risk_score"] == 100
     assert "T1195" in doc["threat"]["technique"]["id"]
     assert "T1195.002" in doc["threat"]["technique"]["subtechnique"]["id"]
 

@@ -208,7 +208,11 @@ def unscreened(
 
 
 def _without_sequence_evidence(detections: list[Detection]) -> list[object]:
-    return [msgspec.to_builtins(msgspec.structs.replace(d, evidence=[]) if d.is_sequence else d) for d in detections]
+    # A sequence's earlier steps carry evidence and "where" only when matched in the same call.
+    return [
+        msgspec.to_builtins(msgspec.structs.replace(d, evidence=[], where=[]) if d.is_sequence else d)
+        for d in detections
+    ]
 
 
 def _encoded(windows: dict[str, SessionWindow]) -> dict[str, bytes]:

@@ -104,7 +104,7 @@ class Detector(Protocol):
 
     def decode_window(self, data: bytes) -> Any: ...
 
-    def detection_document(self, detection: Any, base: dict[str, Any]) -> dict[str, Any]: ...
+    def detection_document(self, detection: Any, base: dict[str, Any], content: str = ...) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -751,7 +751,8 @@ class Scanner:
                 timestamp=det.occurred_at,
                 observed_at=observed,
             )
-            out.append((det.detection_id, _encoder.encode(self.detector.detection_document(det, base))))
+            document = self.detector.detection_document(det, base, self.options.content)
+            out.append((det.detection_id, _encoder.encode(document)))
         return out
 
     def _stage_into(

@@ -72,13 +72,15 @@ def source_record(source: Source) -> dict[str, str | int]:
         "client": source.client,
         "kind": source.kind,
         "path": display_path(source.path),
+        # The hash events carry in ``telltale.source.path_hash``: this resolves one to its store.
+        "path_hash": path_hash(source.path),
         "root_type": source.root_type.value,
         "found_by": source.found_by,
         "store_root": display_path(source.store_root),
     }
     reason = unsupported_reason(source.kind)
     if reason is not None:
-        record.update({"status": "unsupported", "reason": reason, "path_hash": path_hash(source.path)})
+        record.update({"status": "unsupported", "reason": reason})
         try:
             st = os.lstat(source.path)
         except OSError:

@@ -37,10 +37,20 @@ from telltale.detect.match import (  # noqa: F401  (internals re-exported for te
     _Rule,
     _searcher,
 )
-from telltale.detect.model import WINDOW_MAX_FIRED, Detection, Evidence, SessionWindow, WindowEntry, severity_for
+from telltale.detect.model import (
+    WINDOW_MAX_FIRED,
+    Anchor,
+    Detection,
+    Evidence,
+    SessionWindow,
+    WindowEntry,
+    agent_version_of,
+    anchor_of,
+    severity_for,
+)
 from telltale.detect.screen import CHUNK_VALUE_CHARS, ScreenMixin  # noqa: F401
 from telltale.detect.sequences import SequenceMixin
-from telltale.model import Observation
+from telltale.model import Family, Observation
 
 __all__ = ["FIELD_LIMIT", "Detection", "DetectionEngine", "Evidence", "SessionWindow"]
 
@@ -57,6 +67,14 @@ def _iso_seconds(value: str | None) -> float | None:
     return moment.timestamp()
 
 
+def _iso_text(seconds: float | None) -> str | None:
+    """Window times (epoch seconds) back as event time text, milliseconds, UTC."""
+    if seconds is None:
+        return None
+    moment = _dt.datetime.fromtimestamp(seconds, tz=_dt.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
 def detection_id(session_key: str, rule_id: str, first_observation_id: str) -> str:
     """Deterministic id: the same match in a growing session always gets the same id."""
     digest = hashlib.blake2b(digest_size=16)
@@ -67,6 +85,9 @@ def detection_id(session_key: str, rule_id: str, first_observation_id: str) -> s
 
 
 _SESSION = attrgetter("client", "session_id")
+#: Sessions whose context (agent version, model, provider) the engine remembers between
+#: batches before they have a window.
+CONTEXT_SESSIONS = 4_096
 
 
 class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
@@ -91,6 +112,8 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         self.rule_count = len(self._rules) + len(self._sequences)
         #: Per observation kind (fields.KIND_FIELDS): the eager fields evaluate checks.
         self._probes = tuple(self._kind_probes(fids) for fids in KIND_FIELDS)
+        #: Session key -> ``[agent version, model, provider]`` last seen (bounded, oldest dropped).
+        self._contexts: dict[str, list[str | None]] = {}
 
     # ------------------------------------------------------------------ construction
 
@@ -122,11 +145,13 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         """Pipeline hook: a stored window (malformed data gives a fresh one)."""
         return SessionWindow.decode(data)
 
-    def detection_document(self, detection: Detection, base: dict[str, Any]) -> dict[str, Any]:
+    def detection_document(
+        self, detection: Detection, base: dict[str, Any], content: str = "redacted"
+    ) -> dict[str, Any]:
         """Pipeline hook: the redacted event document (built, and redacted, in telltale.events)."""
         from telltale.events.detection import detection_event
 
-        return detection_event(detection, base)
+        return detection_event(detection, base, content)
 
     def evaluate(
         self, observations: Sequence[Observation], windows: MutableMapping[str, SessionWindow]
@@ -139,6 +164,8 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         """
         out: list[Detection] = []
         cache: dict[tuple[str, str], list[Evidence]] = {}
+        wheres: dict[str, Anchor] = {}
+        self._learn_context(observations, windows)
         kinds, suspects = self._screen(observations)
         # Windows of this batch's sessions, by (client, session id): quiet observations
         # only advance these, so each run of them between two suspects is counted at once.
@@ -188,8 +215,39 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
                 for key in distinct:  # every session of the batch that names this window
                     if key[1] is not None and f"{key[0]}:{key[1]}" == name:
                         tracked[key] = window
-            self._detect(obs, matched[0], matched[1], window, out, cache)
+            self._detect(obs, matched[0], matched[1], window, out, cache, wheres)
         return out
+
+    def _learn_context(
+        self, observations: Sequence[Observation], windows: MutableMapping[str, SessionWindow]
+    ) -> None:
+        """Remember each session's agent version, model and provider: some agents write
+        them once (a session header), not on the tool calls that alerts anchor on."""
+        contexts = self._contexts
+        session_family = Family.SESSION
+        for obs in observations:
+            if obs.session_id is None or (
+                obs.family is not session_family and obs.model is None and obs.provider is None
+            ):
+                continue
+            key = f"{obs.client}:{obs.session_id}"
+            ctx = contexts.get(key)
+            if ctx is None:
+                window = windows.get(key)
+                ctx = list(window.context) if window is not None and len(window.context) == 3 else [None] * 3
+                if len(contexts) >= CONTEXT_SESSIONS:
+                    del contexts[next(iter(contexts))]
+                contexts[key] = ctx
+            version = agent_version_of(obs)
+            if version:
+                ctx[0] = version
+            if obs.model:
+                ctx[1] = obs.model
+            if obs.provider:
+                ctx[2] = obs.provider
+            window = windows.get(key)
+            if window is not None and window.context != ctx:
+                window.context = list(ctx)
 
     def _detect(
         self,
@@ -199,9 +257,18 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         window: SessionWindow | None,
         out: list[Detection],
         cache: dict[tuple[str, str], list[Evidence]],
+        wheres: dict[str, Anchor],
     ) -> None:
         at = _iso_seconds(obs.occurred_at)
         session_key = f"{obs.client}:{obs.session_id or ''}"
+        context = self._contexts.get(session_key) if obs.session_id is not None else None
+        if context is None and window is not None and len(window.context) == 3:
+            context = window.context
+        if window is not None and context is not None and window.context != context:
+            window.context = list(context)
+        anchor = anchor_of(obs, context)
+        if len(wheres) < EVIDENCE_CACHE:
+            wheres[obs.observation_id] = anchor
         matched_here = {h.rule.id for h in hits}
         evidence = {h.rule.id: self._evidence(obs, h, datas) for h in hits}
         new_entries: dict[str, WindowEntry] = {}
@@ -253,6 +320,10 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
                 tool_name=obs.tool_name,
                 source_path=obs.provenance.path,
                 sigma=h.rule.rule.sigma,
+                where=[anchor],
+                trigger=anchor,
+                first_seen=obs.occurred_at,
+                last_seen=obs.occurred_at,
             )
             out.append(self._allow(det))
         if window is None:
@@ -276,7 +347,12 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
                         continue
                     window.fired.append(det_id)
                     del window.fired[:-WINDOW_MAX_FIRED]
-                    out.append(self._allow(self._sequence_detection(seq, chain, det_id, obs, cache, window, at)))
+                    det = self._sequence_detection(seq, chain, det_id, obs, cache, window, at)
+                    det.where = [wheres.get(a) or Anchor(observation_id=a) for a in det.anchors]
+                    det.trigger = anchor
+                    det.first_seen = _iso_text(chain[0].at)
+                    det.last_seen = obs.occurred_at
+                    out.append(self._allow(det))
 
     def _allow(self, det: Detection) -> Detection:
         return self.allowlist.apply(det)

@@ -46,6 +46,6 @@ class LazyDetector:
     def decode_window(self, data: bytes) -> Any:
         return self.prepare().decode_window(data)
 
-    def detection_document(self, detection: Any, base: dict[str, Any]) -> dict[str, Any]:
-        document: dict[str, Any] = self.prepare().detection_document(detection, base)
+    def detection_document(self, detection: Any, base: dict[str, Any], content: str = "redacted") -> dict[str, Any]:
+        document: dict[str, Any] = self.prepare().detection_document(detection, base, content)
         return document

@@ -12,6 +12,8 @@ from typing import Literal
 
 import msgspec
 
+from telltale.model import Observation
+
 Severity = Literal["informational", "low", "medium", "high", "critical"]
 
 #: Lower score bound of each severity band (documented in docs/detection.md).
@@ -194,6 +196,73 @@ class SigmaRef(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     tags: tuple[str, ...] = ()
     status: str | None = None
     author: str | None = None
+class Anchor(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Where one anchor observation is: the RAW coordinates and context an analyst pivots on.
+
+    Raw like :class:`Evidence`; ``telltale.events.detection`` redacts it (and drops the
+    text fields with ``--content none``). An anchor matched in an earlier scan is known
+    by ``observation_id`` only: session windows keep no content.
+    """
+
+    observation_id: str
+    source_kind: str | None = None
+    path: str | None = None
+    line: int | None = None
+    offset: int | None = None
+    row: str | None = None
+    record_id: str | None = None
+    occurred_at: str | None = None
+    cwd: str | None = None
+    agent: str | None = None
+    agent_version: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    tool_name: str | None = None
+    command: str | None = None
+    file_path: str | None = None
+    url: str | None = None
+
+
+def agent_version_of(obs: Observation) -> str | None:
+    """The agent's version as adapters record it (Claude/Qwen ``version``, Codex ``cli_version``)."""
+    attributes = obs.attributes
+    if not attributes:
+        return None
+    return attributes.get("version") or attributes.get("cli_version")
+
+
+def anchor_of(obs: Observation, context: list[str | None] | None = None) -> Anchor:
+    """The anchor record of one observation (its provenance and the facets rules read).
+
+    ``context`` is the session's last known ``[agent version, model, provider]``: a tool
+    call of an agent that writes them once per session (Codex) takes them from there.
+    """
+    prov = obs.provenance
+    version = agent_version_of(obs)
+    model, provider = obs.model, obs.provider
+    if context:
+        version = version or context[0]
+        model = model or context[1]
+        provider = provider or context[2]
+    return Anchor(
+        observation_id=obs.observation_id,
+        source_kind=obs.source_kind,
+        path=prov.path,
+        line=prov.line,
+        offset=prov.offset,
+        row=prov.row,
+        record_id=prov.record_id or obs.call_id,
+        occurred_at=obs.occurred_at,
+        cwd=obs.cwd,
+        agent=obs.agent,
+        agent_version=version,
+        model=model,
+        provider=provider,
+        tool_name=obs.tool_name,
+        command=obs.command,
+        file_path=obs.file_path,
+        url=obs.url,
+    )
 
 
 class Detection(msgspec.Struct, kw_only=True):
@@ -226,6 +295,18 @@ class Detection(msgspec.Struct, kw_only=True):
     source_path: str | None = None
     #: The Sigma rule this detection's rule was compiled from (``None``: a Telltale rule).
     sigma: SigmaRef | None = None
+    #: Where each anchor is (the first ``MAX_ANCHORS`` occurrences of an aggregated alert).
+    where: list[Anchor] = []
+    #: The anchor the alert's top-level ECS fields describe (a rule's first occurrence, a
+    #: sequence's completing step).
+    trigger: Anchor | None = None
+    #: Occurrences of this rule in this session folded into this alert when it was emitted.
+    count: int = 1
+    first_seen: str | None = None
+    last_seen: str | None = None
+    #: Set on a later occurrence of a rule that already alerted in this session: the id is
+    #: that first alert's, and the occurrence is folded into it or into the session ledger.
+    repeat: bool = False
 
 
 class WindowEntry(msgspec.Struct, frozen=True, array_like=True):
@@ -257,6 +338,8 @@ class SessionWindow(msgspec.Struct, kw_only=True):
     last_at: float | None = None
     entries: list[WindowEntry] = []
     fired: list[str] = []
+    #: The session's last known ``[agent version, model, provider]`` (alerts' "where").
+    context: list[str | None] = []
 
     def encode(self) -> bytes:
         return _window_encoder.encode(self)
