@@ -16,9 +16,10 @@ RULES = Path(__file__).parent / "fixtures" / "detect" / "rules"
 def test_list_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["ID", "KIND", "SEVERITY", "CATEGORY", "ENABLED"]
+    assert lines[0].split() == ["ID", "KIND", "SEVERITY", "CATEGORY", "ENABLED", "ORIGIN", "TITLE"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
-    assert rows["secret.private_key.read"][1:] == ["rule", "high", "secret_access", "yes"]
+    assert rows["secret.private_key.read"][1:6] == ["rule", "high", "secret_access", "yes", "default"]
+    assert " ".join(rows["secret.private_key.read"][6:]) == "Private key file read"
     assert rows["network.request"][1] == "signal"
     assert rows["chain.secret_then_network"][1] == "sequence"
 
@@ -32,11 +33,12 @@ def test_list_json_with_extra_rules(capsys: pytest.CaptureFixture[str]) -> None:
         {
             "id": "acme.deploy_prod", "kind": "rule", "severity": "low", "score": 40, "category": "deployment",
             "enabled": True, "title": "Production deploy from an agent session", "source": str(RULES / "custom.yaml"),
+            "origin": f"--rules {RULES / 'custom.yaml'}",
         },
         {
             "id": "acme.secret_then_deploy", "kind": "sequence", "severity": "critical", "score": 30, "min_score": 100,
             "category": "deployment", "enabled": True, "title": "Secret read, then production deploy",
-            "source": str(RULES / "custom.yaml"),
+            "source": str(RULES / "custom.yaml"), "origin": f"--rules {RULES / 'custom.yaml'}",
         },
     ]
 

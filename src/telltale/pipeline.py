@@ -21,7 +21,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import msgspec
 
 from telltale import faults
+from telltale.detect.ledger import AlertBatch
 from telltale.errors import OutputError, SourceError, StateError, UnsupportedSource
 from telltale.events.activity import activity_lines
 from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now
@@ -105,6 +106,10 @@ class Detector(Protocol):
     def decode_window(self, data: bytes) -> Any: ...
 
     def detection_document(self, detection: Any, base: dict[str, Any], content: str = ...) -> dict[str, Any]: ...
+
+    def rollups(self, windows: Mapping[str, Any], observed_at: str) -> list[dict[str, Any]]:
+        """``session_risk_summary`` documents of the sessions whose risk changed."""
+        ...
 
 
 @dataclass
@@ -185,6 +190,8 @@ class ScanResult:
     dry_run: bool = False
     #: Set when SIGINT/SIGTERM stopped the scan: signal, sources done, sources selected.
     interrupted: dict[str, Any] | None = None
+    #: ``--dry-run``: the alerts the scan would have written.
+    would_emit: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -208,6 +215,8 @@ class ScanResult:
         }
         if self.interrupted is not None:
             out["interrupted"] = self.interrupted
+        if self.dry_run:
+            out["detections"] = self.would_emit
         return out
 
 
@@ -255,6 +264,8 @@ class _Window:
         #: State ``meta`` entries installed with this window's cursors (``None`` deletes).
         self.meta: dict[str, bytes | None] = {}
         self.sources = 0
+        #: Alerts folded per (session, rule) until this window's events are staged.
+        self.alerts = AlertBatch()
 
     def add(self, items: list[Item]) -> None:
         self.extend([event_id for event_id, _ in items], [line for _, line in items])
@@ -315,6 +326,8 @@ class Scanner:
         #: mid-source window or in another source, must continue from them, not from the
         #: state, which the writer thread may not have updated yet.
         self._pending_windows: dict[str, bytes] = {}
+        #: ``--dry-run``: the alerts the scan would have written (rule, severity, count, session).
+        self.would_emit: list[dict[str, Any]] = []
         if self.state is not None and not options.dry_run:
             with self.state.transaction() as conn:
                 index_schema.ensure(conn)
@@ -344,6 +357,7 @@ class Scanner:
     def _scan(self, sources: Sequence[Source], discovery_errors: Sequence[dict[str, str]]) -> ScanResult:
         opts = self.options
         self._pending_windows = {}
+        self.would_emit = []
         started = time.monotonic()
         scan_id = uuid.uuid4().hex
         recovered = None
@@ -430,9 +444,7 @@ class Scanner:
                     if not opts.dry_run and observations:
                         staged.extend(*self._encode_observations(observations), observations)
                     if self.detector is not None and observations:
-                        detections = self._detect(observations, staged_windows, looked_up)
-                        report.detections += len(detections)
-                        staged.add(detections)
+                        self._detect(observations, staged_windows, looked_up, staged)
                     if batch.cursor is not None:
                         staged_cursor = batch.cursor
                     if self.progress is not None:
@@ -440,7 +452,7 @@ class Scanner:
                     if staged.size >= opts.window_bytes and not opts.dry_run:
                         # A long source: commit what it has so far at this resumable point.
                         self._stage_into(window, source, key, staged, staged_cursor, None,
-                                         staged_windows, use_cursors)
+                                         staged_windows, use_cursors, report)
                         flushing = True
                         emitted += self._flush(window)
                         flushing = False
@@ -486,7 +498,7 @@ class Scanner:
                         report.status = "empty"
                 if overflow.counts and not opts.dry_run:
                     staged.add([_item(overflow.event(source, utc_now()))])
-                self._stage_into(window, source, key, staged, staged_cursor, fp, staged_windows, use_cursors)
+                self._stage_into(window, source, key, staged, staged_cursor, fp, staged_windows, use_cursors, report)
                 detections_total += report.detections
                 if not opts.dry_run and (window.size >= opts.window_bytes or window.sources >= WINDOW_SOURCES):
                     emitted += self._flush(window)
@@ -542,6 +554,7 @@ class Scanner:
             recovered=recovered,
             dry_run=opts.dry_run,
             interrupted=interrupted,
+            would_emit=list(self.would_emit) if opts.dry_run else [],
         )
         if not opts.dry_run:
             # Everything still in the window, the health events and the summary itself.
@@ -719,8 +732,10 @@ class Scanner:
         )
 
     def _detect(
-        self, observations: Sequence[Observation], staged_windows: dict[str, Any], looked_up: set[str]
-    ) -> list[Item]:
+        self, observations: Sequence[Observation], staged_windows: dict[str, Any], looked_up: set[str],
+        staged: _Window,
+    ) -> None:
+        """Evaluate a batch; its alerts are folded per (session, rule) in ``staged`` until it is staged."""
         assert self.detector is not None
         # Distinct (client, session) pairs first: a batch holds few sessions and many observations.
         pairs = set(map(_client_session, observations))
@@ -737,9 +752,21 @@ class Scanner:
                     staged_windows[k] = self.detector.decode_window(data)
                 except Exception:  # a corrupt window only loses sequence memory
                     continue
-        detections = self.detector.evaluate(observations, staged_windows)
+        alerts = staged.alerts
+        for det in self.detector.evaluate(observations, staged_windows):
+            alerts.add(det)
+
+    def _alert_items(self, staged: _Window, staged_windows: dict[str, Any], report: SourceReport | None) -> None:
+        """The staged window's alerts (one per session and rule, with counts) and the
+        ``session_risk_summary`` of each session whose risk changed, as events."""
+        if self.detector is None:
+            return
+        detections = staged.alerts.drain()
+        if report is not None:
+            report.detections += len(detections)
         if self.options.dry_run:
-            return []
+            self.would_emit.extend(_would_emit(d) for d in detections)
+            return
         observed = utc_now()
         out: list[Item] = []
         for det in detections:
@@ -753,7 +780,9 @@ class Scanner:
             )
             document = self.detector.detection_document(det, base, self.options.content)
             out.append((det.detection_id, _encoder.encode(document)))
-        return out
+        if staged_windows:
+            out.extend(_item(doc) for doc in self.detector.rollups(staged_windows, observed))
+        staged.add(out)
 
     def _stage_into(
         self,
@@ -765,7 +794,9 @@ class Scanner:
         fingerprint: str | None,
         staged_windows: dict[str, Any],
         use_cursors: bool,
+        report: SourceReport | None = None,
     ) -> None:
+        self._alert_items(staged, staged_windows, report)
         window.extend(staged.ids, staged.lines, staged.observations)
         window.sources += 1
         if use_cursors:
@@ -997,6 +1028,21 @@ class _QuarantineOverflow:
     def event(self, source: Source, observed: str) -> dict[str, Any]:
         assert self.first is not None and self.last is not None
         return quarantine_aggregate(self.first, self.last, self.counts, client=source.client, observed_at=observed)
+
+
+def _would_emit(det: Any) -> dict[str, Any]:
+    """What a dry run reports of one alert it would write (ids and counts, no content)."""
+    return {
+        "detection_id": det.detection_id,
+        "rule_id": det.rule_id,
+        "severity": det.severity,
+        "score": det.score,
+        "count": det.count,
+        "client": det.client,
+        "session_id": det.session_id,
+        "first_seen": det.first_seen,
+        "last_seen": det.last_seen,
+    }
 
 
 def _reset_event(source: Source, restart: Restart) -> dict[str, Any]:

@@ -141,18 +141,42 @@ def discovery_options(args: argparse.Namespace) -> DiscoveryOptions:
     )
 
 
+def pack_inputs(args: argparse.Namespace) -> Any:
+    """The effective pack's files: ``rules.d``, ``overrides.d``, ``policies.d`` and
+    ``allowlists.d`` of the configuration roots, then ``--rules`` and ``--allowlist``."""
+    from telltale.config.roots import roots_from_args
+    from telltale.detect.pack import inputs_from_roots
+
+    return inputs_from_roots(
+        roots_from_args(args),
+        rule_files=tuple(getattr(args, "rules", None) or ()),
+        allowlist_files=tuple(getattr(args, "allowlist", None) or ()),
+        sigma_files=tuple(getattr(args, "sigma", None) or ()),
+        include_default=not getattr(args, "no_default_rules", False),
+    )
+
+
+def load_pack(args: argparse.Namespace) -> Any:
+    """The effective pack, its notices printed (a user rule replacing a default one);
+    raises ``ConfigError`` (exit 2) on any error in it."""
+    from telltale.detect.pack import load_pack as load
+    from telltale.events.redaction import redact
+
+    pack = load(pack_inputs(args))
+    for issue in pack.sigma_issues:
+        if issue.level == "warning":
+            print(redact(f"telltale: sigma: {issue}"), file=sys.stderr)  # a Sigma rule reported, not loaded
+    pack.raise_for_errors()
+    for notice in pack.notices():
+        print(f"telltale: {notice}", file=sys.stderr)
+    return pack
+
+
 def load_detector(args: argparse.Namespace) -> Detector | None:
     if getattr(args, "no_detect", False):
         return None
-    if getattr(args, "sigma", None):
-        from telltale.detect.allowlist import load_allowlists
-        from telltale.detect.engine import DetectionEngine
-
-        ruleset = sigma_ruleset(args, tuple(args.rules or ()), include_default=not args.no_default_rules)
-        ruleset.raise_for_errors()
-        sigma_engine = DetectionEngine(ruleset, load_allowlists(tuple(args.allowlist or ())))
-        return None if sigma_engine.empty else sigma_engine
-    if not args.rules and not args.allowlist and not args.no_default_rules:
+    inputs = pack_inputs(args)
+    if not inputs.customised:
         # Only the shipped pack: compiled when a changed source is about to be read.
         from telltale.detect.lazy import LazyDetector
 
@@ -164,11 +188,9 @@ def load_detector(args: argparse.Namespace) -> Detector | None:
         return LazyDetector(build)
     from telltale.detect.engine import DetectionEngine
 
-    engine = DetectionEngine.load(
-        tuple(args.rules or ()),
-        include_default=not args.no_default_rules,
-        allowlist_files=tuple(args.allowlist or ()),
-    )
+    # Local rules, tuning or allowlists: built now, so an error in them stops the run before
+    # anything is scanned.
+    engine = DetectionEngine.from_pack(load_pack(args))
     # Without a rule the engine could only walk every batch for nothing.
     return None if engine.empty else engine
 

@@ -4,7 +4,9 @@ Reads what ``scan`` and ``watch`` would read — the roots of the profile (or ``
 ``config.yaml``, ``TELLTALE_<KEY>`` variables, ``outputs.yaml`` and ``outputs.d/`` — and prints
 every setting with its origin (``flag``, ``env TELLTALE_X``, ``<scope> <file>:<line>``,
 ``default``), then the outputs with every default filled in, what each one takes, and every
-secret replaced by where it comes from. Exit 0 when usable, 2 when a file is invalid or a
+secret replaced by where it comes from, and the effective detection pack (``rules.d``,
+``overrides.d``, ``policies.d``, ``allowlists.d``, with the file each piece came from; see
+:mod:`telltale.cli.config_detection`). Exit 0 when usable, 2 when a file is invalid or a
 secret or an optional package is missing.
 """
 
@@ -35,6 +37,7 @@ def _spec() -> Any:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from telltale.cli.config_detection import detection_view
     from telltale.config.settings import REFUSED, resolve_settings
     from telltale.sinks.config import build_sink, load_outputs, masked_view, secret_origins, selector
 
@@ -60,6 +63,8 @@ def _validate(args: argparse.Namespace) -> int:
                 close = getattr(sink, "close", None)
                 if callable(close):
                     close()
+    detection, detection_problems = detection_view(args)
+    problems.extend(detection_problems)
     shown = {k: s for k, s in settings.values.items() if k not in REFUSED}
     if args.json:
         print(json.dumps({
@@ -69,7 +74,7 @@ def _validate(args: argparse.Namespace) -> int:
             "settings": {k: {"value": s.value, "origin": s.origin} for k, s in shown.items()},
             # kept for scripts written against the outputs-only view
             "path": str(loaded.path), "exists": loaded.exists,
-            "outputs": view, "warnings": loaded.warnings, "problems": problems,
+            "outputs": view, "detection": detection, "warnings": loaded.warnings, "problems": problems,
         }, indent=2, default=str))
     else:
         text = [f"# profile {roots.profile}; configuration roots, highest precedence first:"]
@@ -85,6 +90,8 @@ def _validate(args: argparse.Namespace) -> int:
                                       default_flow_style=False).rstrip())
         else:
             text.append("outputs: {}  # none configured: the local log only")
+        text.append("# detection: the effective rule pack (default, rules.d, policies.d, overrides.d, allowlists.d)")
+        text.append(yaml.safe_dump({"detection": detection}, sort_keys=False, default_flow_style=False).rstrip())
         print("\n".join(text))
         for warning in loaded.warnings:
             print(f"warning: {warning}", file=sys.stderr)
@@ -113,5 +120,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--outputs", metavar="FILE", help="read only this outputs file (default: every root's "
                    "outputs.yaml and outputs.d/*.yaml)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--rules", action="append", default=[], metavar="FILE", help="extra rule file (repeatable)")
+    p.add_argument("--allowlist", action="append", default=[], metavar="FILE", help="allowlist file (repeatable)")
+    p.add_argument("--no-default-rules", action="store_true", help="leave out the default pack")
     add_config_root_arguments(p)
     p.set_defaults(handler=_validate)

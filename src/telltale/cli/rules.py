@@ -1,8 +1,11 @@
-"""``telltale rules``: list, validate, test and export detection rules.
+"""``telltale rules``: list, show, validate, test and export detection rules.
 
-``validate`` and ``test`` load the given files together with the default pack (unless
-``--no-default-rules``) because sequences and modifiers may name default rules. Exit
-codes: 0 fine, 1 a rule error or a failed case, 2 bad usage.
+``list``, ``show`` and ``test`` work on the *effective pack*: the default pack, the
+``rules.d``/``overrides.d``/``policies.d``/``allowlists.d`` files of the configuration
+roots and ``--rules`` (see :mod:`telltale.detect.pack`). ``validate`` and ``test FILE``
+load the given files together with the default pack (unless ``--no-default-rules``)
+because sequences and modifiers may name default rules. Exit codes: 0 fine, 1 a failed
+case, 2 an invalid rule or bad usage.
 """
 
 from __future__ import annotations
@@ -10,16 +13,30 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from telltale.cli.common import add_sigma_argument, sigma_ruleset
+from telltale.cli.common import add_sigma_argument, load_pack, sigma_ruleset
+from telltale.config.roots import add_config_root_arguments
 from telltale.detect.loader import RuleSet, default_rule_texts, resolve_selector
 from telltale.detect.model import severity_for
 from telltale.detect.sigma.load import NOT_LOADED
 from telltale.errors import UsageError
 from telltale.exitcodes import ExitCode
+
+if TYPE_CHECKING:
+    from telltale.detect.pack import EffectivePack
+
+
+def _pack_arguments(parser: argparse.ArgumentParser, *, files: bool = True) -> None:
+    if files:
+        parser.add_argument("--rules", action="append", default=[], metavar="FILE",
+                            help="extra rule file (repeatable)")
+    parser.add_argument("--no-default-rules", action="store_true", help="leave out the default pack")
+    parser.add_argument("--allowlist", action="append", default=[], metavar="FILE", help=argparse.SUPPRESS)
+    add_sigma_argument(parser)
+    add_config_root_arguments(parser)
 
 
 def register(subparsers: Any) -> None:
@@ -30,12 +47,18 @@ def register(subparsers: Any) -> None:
     )
     sub = parser.add_subparsers(dest="rules_command", metavar="ACTION")
 
-    p_list = sub.add_parser("list", help="list rules and sequences (id, kind, severity, category, enabled)")
-    p_list.add_argument("--rules", action="append", default=[], metavar="FILE", help="extra rule file (repeatable)")
-    p_list.add_argument("--no-default-rules", action="store_true", help="leave out the default pack")
-    add_sigma_argument(p_list)
+    p_list = sub.add_parser(
+        "list", help="list the effective pack's rules and sequences (id, kind, severity, category, enabled, "
+        "origin, title)")
+    _pack_arguments(p_list)
     p_list.add_argument("--json", action="store_true", help="one JSON object per line")
     p_list.set_defaults(handler=run_list)
+
+    p_show = sub.add_parser("show", help="show one rule or sequence of the effective pack, with its tuning")
+    p_show.add_argument("rule_id", metavar="ID")
+    _pack_arguments(p_show)
+    p_show.add_argument("--json", action="store_true", help="as one JSON object")
+    p_show.set_defaults(handler=run_show)
 
     p_val = sub.add_parser("validate", help="check rule files; print located errors; exit 1 on error")
     p_val.add_argument("files", nargs="*", metavar="FILE")
@@ -43,10 +66,18 @@ def register(subparsers: Any) -> None:
     add_sigma_argument(p_val)
     p_val.set_defaults(handler=run_validate)
 
-    p_test = sub.add_parser("test", help="run the positive/negative cases embedded in rule files")
+    p_test = sub.add_parser(
+        "test",
+        help="run the cases embedded in rule files (no FILE: every case of the effective pack), or run the "
+        "effective pack over one session file (--transcript)",
+    )
     p_test.add_argument("files", nargs="*", metavar="FILE")
-    p_test.add_argument("--no-default-rules", action="store_true", help="load only FILE")
-    add_sigma_argument(p_test)
+    p_test.add_argument("--transcript", metavar="FILE",
+                        help="a session file of any supported agent: print what the effective pack matches in it")
+    p_test.add_argument("--kind", metavar="KIND",
+                        help="with --transcript: the source kind, when its place is ambiguous")
+    p_test.add_argument("--json", action="store_true", help="with --transcript: the alert documents as JSON lines")
+    _pack_arguments(p_test, files=False)
     p_test.add_argument("--verbose", "-v", action="store_true", help="print passing cases too")
     p_test.set_defaults(handler=run_test)
 
@@ -63,7 +94,8 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return ExitCode.USAGE
 
 
-def _rows(ruleset: RuleSet) -> list[dict[str, Any]]:
+def _rows(ruleset: RuleSet, pack: EffectivePack | None = None) -> list[dict[str, Any]]:
+    pinned = pack.pinned if pack is not None else {}
     rows: list[dict[str, Any]] = []
     for rule in ruleset.rules:
         spec = rule.spec
@@ -71,12 +103,13 @@ def _rows(ruleset: RuleSet) -> list[dict[str, Any]]:
             {
                 "id": spec.id,
                 "kind": "signal" if spec.signal else "rule",
-                "severity": spec.severity or severity_for(spec.score),
+                "severity": pinned.get(spec.id) or spec.severity or severity_for(spec.score),
                 "score": spec.score,
                 "category": spec.category,
                 "enabled": spec.enabled,
                 "title": spec.title,
                 "source": rule.path,
+                "origin": pack.origin_of(rule.path) if pack is not None else rule.path,
             }
         )
     scores = {r.spec.id: r.spec.score for r in ruleset.rules}
@@ -91,15 +124,22 @@ def _rows(ruleset: RuleSet) -> list[dict[str, Any]]:
             {
                 "id": sspec.id,
                 "kind": "sequence",
-                "severity": severity_for(least),
+                "severity": pinned.get(sspec.id) or severity_for(least),
                 "score": sspec.score,
                 "min_score": least,
                 "category": sspec.category,
                 "enabled": sspec.enabled,
                 "title": sspec.title,
                 "source": seq.path,
+                "origin": pack.origin_of(seq.path) if pack is not None else seq.path,
             }
         )
+    if pack is not None:
+        for row in rows:
+            tuned = pack.tuning.get(row["id"])
+            if tuned:
+                row["tuned"] = [{"setting": t.setting, "value": t.value, "by": t.origin, "reason": t.reason}
+                                for t in tuned]
     return rows
 
 
@@ -111,20 +151,43 @@ def _sigma_paths(args: argparse.Namespace) -> list[str]:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    ruleset = sigma_ruleset(args, args.rules, include_default=not args.no_default_rules)
-    ruleset.raise_for_errors()
-    rows = _rows(ruleset)
+    pack = load_pack(args)
+    rows = _rows(pack.ruleset, pack)
     out = sys.stdout
     if args.json:
         for row in rows:
             out.write(msgspec.json.encode(row).decode() + "\n")
         return 0
-    widths = [max([len(str(r[k])) for r in rows] + [len(k)]) for k in ("id", "kind", "severity", "category")]
-    header = ("ID", "KIND", "SEVERITY", "CATEGORY", "ENABLED")
-    out.write("  ".join(h.ljust(w) for h, w in zip(header, [*widths, 7], strict=True)).rstrip() + "\n")
-    for r in rows:
-        cells = [r["id"], r["kind"], r["severity"], r["category"], "yes" if r["enabled"] else "no"]
-        out.write("  ".join(str(c).ljust(w) for c, w in zip(cells, [*widths, 7], strict=True)).rstrip() + "\n")
+    keys = ("id", "kind", "severity", "category", "enabled", "origin", "title")
+    table = [[r["id"], r["kind"], r["severity"], r["category"],
+              ("yes" if r["enabled"] else "no") + ("*" if r.get("tuned") else ""), r["origin"], r["title"]]
+             for r in rows]
+    widths = [max([len(str(c[i])) for c in table] + [len(k)]) for i, k in enumerate(keys)]
+    out.write("  ".join(k.upper().ljust(w) for k, w in zip(keys, widths, strict=True)).rstrip() + "\n")
+    for cells in table:
+        out.write("  ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() + "\n")
+    if any(r.get("tuned") for r in rows):
+        out.write("* tuned by a policy or an override: `telltale rules show ID` says which and why\n")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    pack = load_pack(args)
+    ident = args.rule_id
+    rows = {r["id"]: r for r in _rows(pack.ruleset, pack)}
+    if ident not in rows:
+        raise UsageError(f"no rule or sequence {ident!r} in the effective pack (see `telltale rules list`)")
+    item = next(i for i in [*pack.ruleset.rules, *pack.ruleset.sequences] if i.spec.id == ident)
+    shown: dict[str, Any] = {k: v for k, v in rows[ident].items() if k != "tuned"}
+    shown["line"] = item.line
+    shown["definition"] = msgspec.to_builtins(item.spec)
+    shown["tuned"] = rows[ident].get("tuned", [])
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(shown).decode() + "\n")
+        return 0
+    import yaml
+
+    sys.stdout.write(yaml.safe_dump(shown, sort_keys=False, allow_unicode=True, width=100))
     return 0
 
 
@@ -153,7 +216,17 @@ def run_test(args: argparse.Namespace) -> int:
     from telltale.detect.cases import run_cases
     from telltale.detect.engine import DetectionEngine
 
+    if args.transcript:
+        if args.files:
+            raise UsageError("give rule FILEs or --transcript, not both (rules.d and --config-dir add rules)")
+        return _run_transcript(args, DetectionEngine.from_pack(load_pack(args)))
     files = [os.fspath(f) for f in args.files]
+    if not files and not getattr(args, "sigma", None):
+        # The effective pack's own cases (rules.d, tuning, Sigma rules in rules.d included):
+        # what the scans will run.
+        pack = load_pack(args)
+        engine = DetectionEngine.from_pack(pack)
+        return _report_cases(args, run_cases(engine, None), "the effective pack")
     _sigma_paths(args)
     ruleset = sigma_ruleset(args, files, include_default=not args.no_default_rules)
     if ruleset.errors:
@@ -163,15 +236,53 @@ def run_test(args: argparse.Namespace) -> int:
     engine = DetectionEngine(ruleset)
     # The cases of the given files and of the Sigma rules (their ``x-telltale-tests``).
     results = run_cases(engine, [*files, *sorted({r.path for r in ruleset.rules if r.sigma is not None})])
+    return _report_cases(args, results, ", ".join(files + list(args.sigma or ())))
+
+
+def _report_cases(args: argparse.Namespace, results: list[Any], what: str) -> int:
     failed = [r for r in results if not r.passed]
     for result in results:
         if args.verbose or not result.passed:
             print(result)
     if not results:
-        print("no test cases in " + ", ".join(files + list(args.sigma or ())))
+        print("no test cases in " + what)
         return 0
     print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
     return ExitCode.FAILED if failed else ExitCode.OK
+
+
+def _run_transcript(args: argparse.Namespace, engine: Any) -> int:
+    """Print what the effective pack matches in one session file (redacted like alerts)."""
+    from telltale.detect.transcript import run_transcript
+    from telltale.events.detection import detection_event
+    from telltale.events.envelope import base_event, utc_now
+    from telltale.events.redaction import redact
+
+    run = run_transcript(engine, os.path.expanduser(args.transcript), args.kind)
+    observed = utc_now()
+    if args.json:
+        for det in run.detections:
+            base = base_event(event_id=det.detection_id, dataset="telltale.detection", action="detection",
+                              kind="alert", timestamp=det.occurred_at, observed_at=observed)
+            sys.stdout.write(msgspec.json.encode(detection_event(det, base)).decode() + "\n")
+        for doc in run.rollups:
+            sys.stdout.write(msgspec.json.encode(doc).decode() + "\n")
+        return 0
+    print(f"{redact(args.transcript)}: {run.kind}, {run.records} records, {run.observations} observations"
+          + (f", {run.quarantined} quarantined" if run.quarantined else ""))
+    for det in run.detections:
+        lines = ",".join(str(a.line) for a in det.where if a.line is not None)
+        print(f"{det.severity:<13} {det.score:>3}  {det.rule_id}  x{det.count}" + (f"  line {lines}" if lines else ""))
+        print(f"    {det.title}")
+        if det.evidence:
+            doc = detection_event(det, {"event": {}, "telltale": {}})
+            print(f"    {doc['telltale']['detection']['excerpt'][:200]}")
+    for doc in run.rollups:
+        risk = doc["telltale"]["session_risk"]
+        print(f"session {doc['gen_ai']['conversation']['id']}: risk {risk['severity']} "
+              f"({risk['total_points']} points, max severity {risk['max_severity']})")
+    print(f"{len(run.detections)} alert(s)")
+    return 0
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-from collections.abc import Iterable, MutableMapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from operator import attrgetter
 from typing import Any
 
 from telltale.detect.allowlist import Allowlist, load_allowlists
 from telltale.detect.evidence import EVIDENCE_CACHE, EvidenceMixin
 from telltale.detect.fields import FIELD_NAMES, KIND_FIELDS
+from telltale.detect.ledger import DEFAULT_RISK_BANDS, digest, record, rollup_id
 from telltale.detect.loader import Rule, RuleSet, load_rule_files
 from telltale.detect.match import (  # noqa: F401  (internals re-exported for tests and benches)
     FIELD_LIMIT,
@@ -43,11 +44,13 @@ from telltale.detect.model import (
     Detection,
     Evidence,
     SessionWindow,
+    Severity,
     WindowEntry,
     agent_version_of,
     anchor_of,
     severity_for,
 )
+from telltale.detect.pack import EffectivePack
 from telltale.detect.screen import CHUNK_VALUE_CHARS, ScreenMixin  # noqa: F401
 from telltale.detect.sequences import SequenceMixin
 from telltale.model import Family, Observation
@@ -93,8 +96,21 @@ CONTEXT_SESSIONS = 4_096
 class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
     """Evaluates rules over observations; see docs/detection.md for the rule language."""
 
-    def __init__(self, ruleset: RuleSet, allowlist: Allowlist | None = None) -> None:
+    def __init__(
+        self,
+        ruleset: RuleSet,
+        allowlist: Allowlist | None = None,
+        *,
+        risk_bands: Mapping[str, int] | None = None,
+        pinned: Mapping[str, Severity] | None = None,
+    ) -> None:
         ruleset.raise_for_errors()
+        #: Severities fixed by overrides (rule or sequence id -> severity, whatever the score).
+        self._pinned: dict[str, Severity] = dict(pinned or {})
+        #: Session risk bands (lower bound of each severity, in ledger points).
+        self.risk_bands = dict(risk_bands or DEFAULT_RISK_BANDS)
+        self._titles = {r.spec.id: r.spec.title for r in ruleset.rules}
+        self._titles.update((s.spec.id, s.spec.title) for s in ruleset.sequences)
         self.ruleset = ruleset
         self.allowlist = allowlist or Allowlist()
         self._fields: list[_FieldIndex | None] = [None] * len(FIELD_NAMES)
@@ -129,6 +145,13 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         ruleset = load_rule_files(rule_files, include_default=include_default)
         ruleset.raise_for_errors()
         return cls(ruleset, load_allowlists(allowlist_files))
+
+    @classmethod
+    def from_pack(cls, pack: EffectivePack) -> DetectionEngine:
+        """The engine of an effective pack (rules, tuning, allowlists); raises ``ConfigError``."""
+        pack.raise_for_errors()
+        allowlist = load_allowlists([path for path, _ in pack.inputs.allowlist_files])
+        return cls(pack.ruleset, allowlist, risk_bands=pack.risk_bands, pinned=pack.pinned)
 
     def prepare(self) -> DetectionEngine:
         """Ready as built (the pipeline's hook for a detector built on first use)."""
@@ -303,7 +326,7 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
                 description=spec.description,
                 category=spec.category,
                 categories=[spec.category],
-                severity=severity_for(score),
+                severity=self._pinned.get(spec.id) or severity_for(score),
                 score=score,
                 rule_ids=rule_ids,
                 modifiers=applied,
@@ -325,7 +348,10 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
                 first_seen=obs.occurred_at,
                 last_seen=obs.occurred_at,
             )
-            out.append(self._allow(det))
+            det = self._allow(det)
+            if window is not None:
+                record(window, det)  # a later occurrence in the session becomes a repeat
+            out.append(det)
         if window is None:
             return
         present: set[str] | None = None
@@ -352,7 +378,33 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
                     det.trigger = anchor
                     det.first_seen = _iso_text(chain[0].at)
                     det.last_seen = obs.occurred_at
-                    out.append(self._allow(det))
+                    if seq.id in self._pinned:
+                        det.severity = self._pinned[seq.id]
+                    det = self._allow(det)
+                    record(window, det)
+                    out.append(det)
+
+    def rollups(self, windows: Mapping[str, SessionWindow], observed_at: str) -> list[dict[str, Any]]:
+        """A ``session_risk_summary`` for each session whose risk changed since its last one
+        (marked in the window, which the pipeline commits with the events)."""
+        from telltale.events.risk import session_risk_event
+
+        out: list[dict[str, Any]] = []
+        for key, window in windows.items():
+            if not any(entry.points > 0 for entry in window.ledger):
+                continue  # nothing, or only allowlisted alerts: no risk to report
+            current = digest(window.ledger)
+            if current == window.reported:
+                continue
+            window.reported = current
+            client, _, session_id = key.partition(":")
+            out.append(
+                session_risk_event(
+                    event_id=rollup_id(key, current), client=client, session_id=session_id, ledger=window.ledger,
+                    titles=self._titles, bands=self.risk_bands, observed_at=observed_at,
+                )
+            )
+        return out
 
     def _allow(self, det: Detection) -> Detection:
         return self.allowlist.apply(det)

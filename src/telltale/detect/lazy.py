@@ -46,6 +46,10 @@ class LazyDetector:
     def decode_window(self, data: bytes) -> Any:
         return self.prepare().decode_window(data)
 
+    def rollups(self, windows: Any, observed_at: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self.prepare().rollups(windows, observed_at)
+        return found
+
     def detection_document(self, detection: Any, base: dict[str, Any], content: str = "redacted") -> dict[str, Any]:
         document: dict[str, Any] = self.prepare().detection_document(detection, base, content)
         return document

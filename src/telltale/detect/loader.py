@@ -56,7 +56,8 @@ class LoadIssue:
     line: int | None = None
     rule_id: str | None = None
     field: str | None = None
-    level: Literal["error", "warning"] = "error"
+    #: ``notice``: nothing wrong, but worth saying (a user rule replacing a default one).
+    level: Literal["error", "warning", "notice"] = "error"
 
     def __str__(self) -> str:
         where = self.path + (f":{self.line}" if self.line else "")
@@ -65,7 +66,7 @@ class LoadIssue:
             parts.append(f"rule {self.rule_id!r}")
         if self.field:
             parts.append(f"field {self.field!r}")
-        prefix = "warning: " if self.level == "warning" else ""
+        prefix = "" if self.level == "error" else self.level + ": "
         return prefix + ": ".join(parts) + ": " + self.message
 
 
@@ -529,20 +530,52 @@ def default_rule_texts() -> list[tuple[str, str]]:
 
 
 def load_rule_files(paths: Sequence[str] = (), *, include_default: bool = True) -> RuleSet:
-    """Load the default pack (optionally) and ``paths``; check ids and references across them."""
+    """Load the default pack (optionally) and ``paths``; check ids and references across them.
+
+    A rule, sequence or modifier in ``paths`` with the id of a default one *replaces* it
+    (a ``notice``, not an error): an exported default file, edited and dropped into
+    ``rules.d``, takes the place of the shipped rules it holds. Two user files giving one
+    id is still an error.
+    """
     out = RuleSet()
     if include_default:
         for name, text in default_rule_texts():
             out.extend(load_rule_text(text, name))
+    user = RuleSet()
     for path in paths:
         try:
             text = read_config_text(path)
         except ConfigError as exc:
-            out.issues.append(LoadIssue(os.fspath(path), str(exc).split(": ", 1)[-1]))
+            user.issues.append(LoadIssue(os.fspath(path), str(exc).split(": ", 1)[-1]))
             continue
-        out.extend(load_rule_text(text, os.fspath(path)))
+        user.extend(load_rule_text(text, os.fspath(path)))
+    if include_default:
+        _replace_defaults(out, user)
+    out.extend(user)
     check_references(out)
     return out
+
+
+def _replace_defaults(defaults: RuleSet, user: RuleSet) -> None:
+    """Drop each default item whose id a user item of the same kind gives, with a notice."""
+    buckets: tuple[tuple[str, list[Any], list[Any]], ...] = (
+        ("rule", user.rules, defaults.rules),
+        ("sequence", user.sequences, defaults.sequences),
+        ("modifier", user.modifiers, defaults.modifiers),
+    )
+    for kind, mine, theirs in buckets:
+        shipped: dict[str, Any] = {item.spec.id: item for item in theirs}
+        replaced: set[str] = set()
+        for item in mine:
+            ident = item.spec.id
+            if ident in shipped and ident not in replaced:
+                replaced.add(ident)
+                user.issues.append(LoadIssue(
+                    item.path, f"replaces the default {kind} (from {shipped[ident].path})",
+                    line=item.line, rule_id=ident, field="id", level="notice",
+                ))
+        if replaced:
+            theirs[:] = [item for item in theirs if item.spec.id not in replaced]
 
 
 def resolve_selector(selector: str, rules: Iterable[Rule]) -> set[str]:

@@ -309,6 +309,22 @@ class Detection(msgspec.Struct, kw_only=True):
     repeat: bool = False
 
 
+class LedgerEntry(msgspec.Struct, kw_only=True, array_like=True):
+    """One rule or sequence in a session's risk ledger: no content, ids, points and times."""
+
+    id: str
+    kind: Literal["rule", "sequence"]
+    #: The highest score this rule or sequence reached in the session.
+    points: int
+    #: Occurrences in the session (each observation or completed chain once).
+    count: int
+    category: str
+    #: The session's alert for it (its first occurrence).
+    detection_id: str
+    first_seen: str | None = None
+    last_seen: str | None = None
+
+
 class WindowEntry(msgspec.Struct, frozen=True, array_like=True):
     """One rule match remembered for sequences: no content, only ids, position and time."""
 
@@ -340,6 +356,10 @@ class SessionWindow(msgspec.Struct, kw_only=True):
     fired: list[str] = []
     #: The session's last known ``[agent version, model, provider]`` (alerts' "where").
     context: list[str | None] = []
+    #: The additive risk ledger: each rule or sequence that alerted, its points and count.
+    ledger: list[LedgerEntry] = []
+    #: Digest of the ledger the last ``session_risk_summary`` was written for.
+    reported: str = ""
 
     def encode(self) -> bytes:
         return _window_encoder.encode(self)
