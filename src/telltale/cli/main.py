@@ -21,13 +21,13 @@ from telltale.exitcodes import EPILOG, ExitCode
 #: Command modules under ``telltale.cli``, in help order.
 COMMANDS: tuple[str, ...] = (
     "sources", "scan", "watch", "service", "inventory", "config", "delivery", "export", "rules",
-    "status", "sessions", "show", "detections", "usage", "export_events", "index",
+    "status", "sessions", "show", "detections", "usage", "report", "export_events", "index",
 )  # fmt: skip
 
 #: Read-side commands and their modules: loaded alone, so they answer in well under 300 ms.
 READ_COMMANDS: dict[str, str] = {
     "status": "status", "sessions": "sessions", "show": "show", "detections": "detections", "usage": "usage",
-    "export": "export_events", "index": "index",
+    "report": "report", "export": "export_events", "index": "index",
 }  # fmt: skip
 
 
