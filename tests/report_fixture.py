@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +43,17 @@ def _hostile_session(home: Path) -> None:
     (projects / f"{HOSTILE}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
 
 
+def _qwen(home: Path) -> None:
+    """A third agent: the Qwen Code fixtures, one of them with records that are skipped."""
+    fixtures = Path(__file__).parent / "fixtures" / "session_stores" / "qwen" / "projects"
+    shutil.copytree(fixtures, home / ".qwen" / "projects")
+
+
 def build(home: Path) -> dict[str, Any]:
     """Build and scan the home; the paths the tests need."""
     build_home(home)
     _hostile_session(home)
+    _qwen(home)
     out = home / ".state-out"
     log, state = out / "events.jsonl", out / "state.sqlite"
     base = ["--root", str(home), "--log-path", str(log), "--state-path", str(state), "--content", "full",
@@ -60,15 +68,14 @@ def report(ctx: dict[str, Any], out: Path, *args: str, check: bool = True) -> An
                    extra_env={"TZ": "UTC"}, check=check)  # fmt: skip
 
 
-_DATA = re.compile(r'<script type="application/json" id="report-data">(.*?)</script>', re.S)
+_DATA = re.compile(r'<script type="application/json" id="report-(head|data)">(.*?)</script>', re.S)
 
 
 def embedded(page: str) -> dict[str, Any]:
-    """The data the page carries (what its script draws)."""
-    match = _DATA.search(page)
-    assert match is not None, "no data element in the page"
-    data: dict[str, Any] = json.loads(match.group(1))
-    return data
+    """The data the page carries (what its script draws): the overview's and the rest."""
+    parts = {m.group(1): json.loads(m.group(2)) for m in _DATA.finditer(page)}
+    assert set(parts) == {"head", "data"}, "the page must carry both data elements"
+    return {**parts["head"], **parts["data"]}
 
 
 def cli_json(ctx: dict[str, Any], *args: str) -> list[dict[str, Any]]:

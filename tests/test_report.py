@@ -6,6 +6,7 @@ redactor. (The page in a real browser: tests/test_report_browser.py.)"""
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import html
 import json
@@ -16,9 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from report_fixture import HOSTILE, HOSTILE_PROMPT, build, cli_json, embedded, report
 from scan_helpers import run_cli
+from telltale.report.timeline import epoch_ms, fair_cut
 from test_readside_cli import CODEX
 
 
@@ -40,7 +44,8 @@ def test_counts_equal_the_index(ctx: dict[str, Any], tmp_path: Path) -> None:
     sessions = cli_json(ctx, "sessions", "--limit", "0")
     detections = cli_json(ctx, "detections", "--limit", "0")
     usage = cli_json(ctx, "usage", "daily")
-    assert counts["sessions"] == len(sessions) == 5
+    assert counts["sessions"] == len(sessions) == 7
+    assert {s["client"] for s in sessions} == {"claude", "codex", "qwen"}
     assert counts["subagents"] == 1
     assert counts["detections"] == len(detections) >= 2
     assert counts["tokens"] == usage[-1]["totals"]["total"]
@@ -53,6 +58,10 @@ def test_counts_equal_the_index(ctx: dict[str, Any], tmp_path: Path) -> None:
     by_day = {r["day"]: sum(r["models"].values()) for r in data["overview"]["tokens_per_day"]}
     assert by_day == {r["date"]: r["total"] for r in usage if "date" in r}
     assert sum(n for _, n in data["overview"]["sessions_per_day"]) == len(sessions)
+    # Skipped records are a warning on the overview, counted as `status` counts them.
+    (status,) = cli_json(ctx, "status", "--since", "2000-01-01")
+    quarantined = sum(status["health"]["counts"]["record_quarantined"].values())
+    assert data["overview"]["health"]["quarantined"] == quarantined == 5
 
 
 def test_timeline_nests_subagents_and_links_detections(ctx: dict[str, Any], tmp_path: Path) -> None:
@@ -88,19 +97,22 @@ def test_untrusted_text_cannot_become_markup(ctx: dict[str, Any], tmp_path: Path
     hostile = next(s for s in data["sessions"] if s["id"] == HOSTILE)
     prompt = next(r for r in hostile["tl"] if r[0] == "m")
     assert prompt[4] == HOSTILE_PROMPT  # the text survives, as data
-    # Two script elements only (data, code); the data has no <, > or & at all.
-    assert page.count("<script") == 2 and page.count("</script>") == 2
-    data_text = page.split('id="report-data">', 1)[1].split("</script>", 1)[0]
-    assert not set("<>&") & set(data_text)
+    # Three script elements only (the overview's data, the code, the rest of the data); the
+    # data has no <, > or & at all.
+    assert page.count("<script") == 3 and page.count("</script>") == 3
+    for name in ("head", "data"):
+        data_text = page.split(f'id="report-{name}">', 1)[1].split("</script>", 1)[0]
+        assert not set("<>&") & set(data_text)
     assert "onerror" not in page.replace(r"onerror=\"", "")  # only inside the escaped JSON string
     # Nothing loads from anywhere: no src, no link, no CSS url(), and a policy that forbids it.
-    assert not re.search(r"<(img|link|iframe|object|embed|audio|video|source)\b", page.split('id="report-data"')[0])
-    assert " src=" not in page.split('id="report-data"')[0] and "url(" not in page and "@import" not in page
+    markup = re.sub(r'<script type="application/json".*?</script>', "", page, flags=re.S)
+    assert not re.search(r"<(img|link|iframe|object|embed|audio|video|source)\b", markup)
+    assert " src=" not in markup and "url(" not in page and "@import" not in page
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert csp is not None
     policy = html.unescape(csp.group(1))
     assert "default-src 'none'" in policy
-    script = page.rsplit("<script>", 1)[1].split("</script>", 1)[0]
+    script = page.split("<script>", 1)[1].split("</script>", 1)[0]
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     assert f"script-src 'sha256-{digest}'" in policy
 
@@ -132,6 +144,24 @@ def test_filters_are_the_read_sides(ctx: dict[str, Any], tmp_path: Path) -> None
     # The subagent is kept for the parent's timeline even when the filter leaves it out.
     _, one = _page(ctx, tmp_path, "--session", ctx["parent"])
     assert one["overview"]["counts"]["sessions"] == 2  # the parent and its subagent share the prefix
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 20_000), max_size=60), st.integers(0, 200_000), st.integers(1, 8_192))
+def test_fair_cut_is_the_largest_cut_within_the_budget(lengths: list[int], budget: int, ceiling: int) -> None:
+    cut = fair_cut(lengths, budget, ceiling)
+    assert 0 <= cut <= ceiling
+    if sum(min(n, ceiling) for n in lengths) <= budget:
+        assert cut == ceiling
+    else:
+        assert sum(min(n, cut) for n in lengths) <= budget < sum(min(n, cut + 1) for n in lengths)
+
+
+@given(st.datetimes(min_value=dt.datetime(1971, 1, 1), max_value=dt.datetime(2200, 1, 1)))
+def test_event_times_read_by_slicing_equal_the_iso_parse(moment: dt.datetime) -> None:
+    moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000, tzinfo=dt.UTC)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    assert epoch_ms(text) == round(moment.timestamp() * 1000) == epoch_ms(moment.isoformat())
 
 
 def _token(rng: random.Random) -> str:
@@ -193,7 +223,7 @@ def test_refusals_are_one_line(ctx: dict[str, Any], tmp_path: Path) -> None:
 
 def test_stdout_and_file_mode(ctx: dict[str, Any], tmp_path: Path) -> None:
     proc = run_cli(["report", "-o", "-", *ctx["paths"]], ctx["home"])
-    assert proc.stdout.startswith("<!DOCTYPE html>") and embedded(proc.stdout)["overview"]["counts"]["sessions"] == 5
+    assert proc.stdout.startswith("<!DOCTYPE html>") and embedded(proc.stdout)["overview"]["counts"]["sessions"] == 7
     out = tmp_path / "r.html"
     report(ctx, out)
     assert out.stat().st_mode & 0o777 == 0o600  # transcripts' activity: readable by its owner only

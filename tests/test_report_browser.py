@@ -89,6 +89,7 @@ def test_counts_shown_equal_the_index(page: dict[str, Any], desktop: Any) -> Non
     usage = cli_json(page, "usage", "daily")
     assert _text(desktop, "#count-sessions") == str(len(sessions))
     assert _text(desktop, "#count-detections") == str(len(detections))
+    assert "5 record(s) skipped" in _text(desktop, "#health")
     assert _text(desktop, "#count-events") == f"{sum(s['events'] for s in sessions):,}"
     assert f"({usage[-1]['totals']['total']:,})" in _text(desktop, "#count-tokens + span")
     _go(desktop, page, "#/sessions")
@@ -114,7 +115,7 @@ def test_injected_script_is_inert(page: dict[str, Any], desktop: Any, tmp_path: 
     assert desktop.execute_script("return window.__pwned") is None
     assert "pwned" not in desktop.title
     assert desktop.execute_script("return document.querySelectorAll('img, iframe').length") == 0
-    assert desktop.execute_script("return document.scripts.length") == 2
+    assert desktop.execute_script("return document.scripts.length") == 3
     # The result holding </script><script> is collapsed, and text when opened.
     desktop.execute_script("document.querySelectorAll('#timeline details').forEach(d => d.open = true)")
     pres = desktop.execute_script("return [...document.querySelectorAll('#timeline pre')].map(e => e.textContent)")

@@ -29,6 +29,10 @@ from telltale.report import timeline
 #: Timeline rows in one report at most: sessions past it are listed without a timeline
 #: (the page says so and names ``telltale show``), so a report stays bounded in bytes.
 REPORT_ROWS = 400_000
+#: Characters of message text, and of tool-result text, one report carries at most: when
+#: the texts are longer together, each is cut at the same length, short ones kept whole.
+MESSAGE_BUDGET = 6_000_000
+RESULT_BUDGET = 1_500_000
 
 SEVERITY_ORDER = ("critical", "high", "medium", "low", "informational")
 
@@ -87,6 +91,21 @@ def collect(conn: sqlite3.Connection, filters: Filters, options: Options) -> dic
         docs = [d for lines in read.values() for d in timeline.wanted_store_texts(lines.lines)]
         store_texts = texts(conn, docs) if docs else {}
 
+    message_sizes: list[int] = []
+    result_sizes: list[int] = []
+    for lines in read.values():
+        m, r = timeline.text_sizes(lines.lines, store_texts)
+        message_sizes += m
+        result_sizes += r
+    text_limit = timeline.fair_cut(message_sizes, MESSAGE_BUDGET, timeline.TEXT_LIMIT)
+    result_limit = timeline.fair_cut(result_sizes, RESULT_BUDGET, timeline.RESULT_LIMIT)
+    cuts = {
+        "message_limit": text_limit,
+        "messages_cut": sum(1 for n in message_sizes if n > text_limit),
+        "result_limit": result_limit,
+        "results_cut": sum(1 for n in result_sizes if n > result_limit),
+    }
+
     kids: dict[tuple[str, str], list[int]] = {}
     for i, s in enumerate(sessions):
         if s.parent_session_id:
@@ -115,6 +134,7 @@ def collect(conn: sqlite3.Connection, filters: Filters, options: Options) -> dic
             made = timeline.rows(
                 lines.lines, base_ms=base, content=content, redact=_rs, redact_arguments=_args,
                 detection_index=detection_index, children_by_call=by_call, store_texts=store_texts,
+                text_limit=text_limit, result_limit=result_limit,
             )  # fmt: skip
             loose.extend(c for calls in by_call.values() for c in calls)  # no matching call in the timeline
             entry["tl"] = made.rows
@@ -124,9 +144,16 @@ def collect(conn: sqlite3.Connection, filters: Filters, options: Options) -> dic
         entry["subs"] = children_here
         out_sessions.append(entry)
 
+    overview = _overview(conn, filters, matched, detections, content)
+    overview["health"]["report"] = {
+        **cuts,
+        "without_timeline": sum(1 for e in out_sessions if e["tl"] is None),
+        "with_missing_parts": sum(1 for e in out_sessions if e.get("missing")),
+        "rows_omitted": sum(e.get("omitted", 0) for e in out_sessions),
+    }
     return {
         "meta": _meta(conn, filters, options),
-        "overview": _overview(conn, filters, matched, detections, content),
+        "overview": overview,
         "sessions": out_sessions,
         "detections": det_rows,
     }

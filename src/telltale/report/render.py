@@ -1,7 +1,9 @@
 """The page: a jinja2 template (autoescape on) with the stylesheet, the script and the
 data inlined, so one file works from ``file://`` with no network request.
 
-The data goes in a ``<script type="application/json">`` element. Its JSON has every
+The data goes in two ``<script type="application/json">`` elements: the overview's
+(small, before the script, so the overview is drawn while the browser still reads the
+rest) and the sessions' and detections' (after it, parsed when a view needs it). Its JSON has every
 ``<``, ``>`` and ``&`` written as a ``\\u`` escape, so no text in it (a prompt holding
 ``</script>`` or ``<!--``) can end the element; the page's script reads it with
 ``JSON.parse`` and puts every value into the page as text, never as markup. A
@@ -65,7 +67,8 @@ def render(data: dict[str, Any]) -> str:
         csp=csp,
         style=_markup(style),
         script=_markup(script),
-        data=_markup(embed_json(data)),
+        head=_markup(embed_json({"meta": data["meta"], "overview": data["overview"]})),
+        data=_markup(embed_json({"sessions": data["sessions"], "detections": data["detections"]})),
         meta=data["meta"],
         counts=counts,
     )

@@ -31,8 +31,10 @@ import msgspec
 
 from telltale.index.documents import Usage
 
-#: Text shown per message or result at most (the log holds up to 8 KiB).
+#: Text shown per message at most (the log holds up to 8 KiB).
 TEXT_LIMIT = 4_096
+#: Text shown per tool result at most (results are collapsed; ``show`` has them whole).
+RESULT_LIMIT = 1_024
 #: Command, path, URL or arguments shown per tool call at most.
 WHAT_LIMIT = 1_024
 #: Rows of one session's timeline at most; the rest is counted, not shown.
@@ -189,10 +191,31 @@ def _order(line: Line) -> tuple[str, int, int]:
     return (line.timestamp, 1 if line.event.dataset == DETECTION else 0, line.telltale.sequence or 0)
 
 
+_MINUTES: dict[str, int] = {}
+
+
 def epoch_ms(text: str | None) -> int | None:
-    """Milliseconds since the epoch of an index or event time (``None`` when not a time)."""
+    """Milliseconds since the epoch of an index or event time (``None`` when not a time).
+
+    The log's own form (``YYYY-MM-DDTHH:MM:SS.mmmZ``) is read by slicing, its minute
+    memoised: a report reads one per event."""
     if not text:
         return None
+    if len(text) == 24 and text[23] == "Z" and text[19] == ".":
+        minute = _MINUTES.get(text[:16])
+        if minute is None:
+            parsed = _parse(text[:16] + ":00+00:00")
+            if parsed is None:
+                return None
+            minute = _MINUTES[text[:16]] = parsed
+        try:
+            return minute + int(text[17:19] + text[20:23])  # seconds and milliseconds at once
+        except ValueError:
+            return None
+    return _parse(text)
+
+
+def _parse(text: str) -> int | None:
     try:
         moment = dt.datetime.fromisoformat(text)
     except ValueError:
@@ -220,6 +243,8 @@ def rows(
     detection_index: dict[str, int],
     children_by_call: dict[str, list[int]],
     store_texts: dict[str, str],
+    text_limit: int = TEXT_LIMIT,
+    result_limit: int = RESULT_LIMIT,
 ) -> Rows:
     """The rows of one session at a content level (see the module's table)."""
     show_what = content != "none"
@@ -229,6 +254,7 @@ def rows(
     parse = epoch_ms
     last_stamp = ""
     last_ms = base_ms
+    call_names: dict[str, str] = {}  # call id -> tool name (a result may not carry it)
     for line in lines:
         if len(out) >= SESSION_ROWS:
             omitted += 1
@@ -253,13 +279,15 @@ def rows(
             text = None
             if show_text:
                 text = m.text if m.text is not None else store_texts.get(event.id)
-                text = redact(_cut(text, TEXT_LIMIT)) if text else None
+                text = redact(_cut(text, text_limit)) if text else None
             out.append(["m", t, redact(m.role or "unknown"), m.length or 0, text, 1 if m.injected else 0])
         elif action == "tool_call":
             kind, what = "", None
             if show_what:
                 kind, what = _what(line, redact, redact_arguments)
             call_id = tool.call.id if tool is not None and tool.call is not None else None
+            if call_id and tool_name:
+                call_names[call_id] = tool_name
             subs = children_by_call.pop(call_id, []) if call_id else []
             out.append(["c", t, tool_name, kind, what, subs])
         elif action == "tool_result":
@@ -267,9 +295,11 @@ def rows(
             text = None
             if show_text:
                 text = info.result if info.result is not None else store_texts.get(event.id)
-                text = redact(_cut(text, TEXT_LIMIT)) if text else None
+                text = redact(_cut(text, result_limit)) if text else None
             outcome = "interrupted" if info.interrupted else (event.outcome or "")
             code = line.process.exit_code if line.process is not None else None
+            if not tool_name and tool is not None and tool.call is not None and tool.call.id:
+                tool_name = call_names.get(tool.call.id, "")
             out.append(["r", t, tool_name, outcome, code, info.result_length or 0, text])
         elif action == "usage":
             u = gen_ai.usage if gen_ai is not None else None
@@ -302,6 +332,38 @@ def _what(line: Line, redact: Callable[[str], str], redact_arguments: Callable[[
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def text_sizes(lines: Iterable[Line], store_texts: dict[str, str]) -> tuple[list[int], list[int]]:
+    """Lengths of the message texts and result texts the rows would carry uncut."""
+    messages: list[int] = []
+    results: list[int] = []
+    for line in lines:
+        tt = line.telltale
+        if tt.message is not None:
+            text = tt.message.text if tt.message.text is not None else store_texts.get(line.event.id)
+            if text:
+                messages.append(len(text))
+        elif tt.tool is not None:
+            text = tt.tool.result if tt.tool.result is not None else store_texts.get(line.event.id)
+            if text:
+                results.append(len(text))
+    return messages, results
+
+
+def fair_cut(lengths: list[int], budget: int, ceiling: int) -> int:
+    """The largest per-item cut (at most ``ceiling``) under which all items together keep
+    within ``budget`` characters: short texts stay whole, long ones share what is left."""
+    if sum(min(n, ceiling) for n in lengths) <= budget:
+        return ceiling
+    left = budget
+    ordered = sorted(lengths)
+    count = len(ordered)
+    for i, n in enumerate(ordered):
+        if n * (count - i) > left:
+            return min(ceiling, left // (count - i))
+        left -= n
+    return ceiling
 
 
 def wanted_store_texts(lines: Iterable[Line]) -> list[dict[str, Any]]:

@@ -2,8 +2,20 @@
 // Telltale report: draws the views from the JSON in #report-data. Every value from the
 // data goes into the page as text (textContent, text nodes, SVG text), never as markup.
 (function () {
-  const DATA = JSON.parse(document.getElementById("report-data").textContent);
-  const META = DATA.meta, OV = DATA.overview, SESSIONS = DATA.sessions, DETS = DATA.detections;
+  // The overview's data comes before this script; the sessions' and detections' after it,
+  // parsed when a view first needs them (the overview is drawn while the rest still loads).
+  const HEAD = JSON.parse(document.getElementById("report-head").textContent);
+  const META = HEAD.meta, OV = HEAD.overview;
+  let SESSIONS = null, DETS = null;
+  function loadData() {
+    if (SESSIONS !== null) return true;
+    const el = document.getElementById("report-data");
+    if (!el || document.readyState === "loading") return false;
+    const data = JSON.parse(el.textContent);
+    SESSIONS = data.sessions;
+    DETS = data.detections;
+    return true;
+  }
   const SEVS = ["critical", "high", "medium", "low", "informational"];
   const SEV_RANK = { critical: 5, high: 4, medium: 3, low: 2, informational: 1 };
   const COLORS = ["--c1", "--c2", "--c3", "--c4", "--c5", "--c6", "--c7", "--c8"];
@@ -175,10 +187,12 @@
     if (hl.quarantined) warnings.push(`${num(hl.quarantined)} record(s) skipped (quarantined) in this range`);
     const scan = hl.last_scan;
     if (scan && scan.scanner_errors) warnings.push(`the last scan had ${num(scan.scanner_errors)} source error(s)`);
-    const missing = SESSIONS.filter((x) => x.missing).length;
-    if (missing) warnings.push(`${missing} session(s) have parts in log files rotated away`);
-    const cut = SESSIONS.filter((x) => x.tl === null).length;
-    if (cut) warnings.push(`${cut} session(s) listed without a timeline (report bound of ${num(META.row_bound)} rows): use telltale show`);
+    const rep = hl.report;
+    if (rep.with_missing_parts) warnings.push(`${num(rep.with_missing_parts)} session(s) have parts in log files rotated away`);
+    if (rep.without_timeline) warnings.push(`${num(rep.without_timeline)} session(s) listed without a timeline (report bound of ${num(META.row_bound)} rows): use telltale show`);
+    if (rep.rows_omitted) warnings.push(`${num(rep.rows_omitted)} event(s) past ${num(META.session_rows)} per session left out of timelines: use telltale show`);
+    if (rep.messages_cut) warnings.push(`${num(rep.messages_cut)} message text(s) cut at ${num(rep.message_limit)} characters to keep this file small: telltale show --content full has them whole`);
+    if (rep.results_cut) warnings.push(`${num(rep.results_cut)} tool result(s) cut at ${num(rep.result_limit)} characters`);
     const sec = h("section", { class: "card", id: "health" }, h("h2", { text: "Health" }));
     if (scan) sec.appendChild(h("p", null, "Last scan ", h("b", { text: when(scan.at) }), ` · ${scan.result} · ${num(scan.emitted)} events emitted · ${num(scan.quarantined)} quarantined · ${num(scan.detections)} detections`));
     else sec.appendChild(h("p", { class: "muted", text: "no scan recorded" }));
@@ -301,6 +315,10 @@
     else d.appendChild(timeline(y, depth, focus));
     return d;
   }
+  function cutNote(text, length) {
+    // A text cut to keep the file small ends in "…"; the row keeps its whole length.
+    return text.endsWith("…") && length > text.length ? h("div", { class: "muted cut", text: `cut (${num(length)} bytes in all: telltale show has it whole)` }) : null;
+  }
   function row(x, r, depth, focus) {
     const t = h("span", { class: "t", text: clock(x.base + r[1]) });
     const li = h("li", null, t);
@@ -309,7 +327,7 @@
     switch (r[0]) {
       case "m": {
         body.append(h("span", { class: "role", text: r[2] + (r[5] ? " (injected)" : "") + ":" }));
-        if (r[4] !== null) body.append(h("div", { class: "text", text: r[4] }));
+        if (r[4] !== null) body.append(h("div", { class: "text", text: r[4] }), cutNote(r[4], r[3]));
         else body.append(h("span", { class: "muted", text: `(${num(r[3])} bytes; text not in the log)` }));
         li.className = "msg role-" + r[2];
         break;
@@ -324,7 +342,7 @@
       }
       case "r": {
         const label = `← ${r[2] || "result"} ${r[3] || ""}${r[4] !== null ? " exit " + r[4] : ""} (${num(r[5])} bytes)`;
-        if (r[6] !== null) body.append(h("details", null, h("summary", { text: label }), h("pre", { text: r[6] })));
+        if (r[6] !== null) body.append(h("details", null, h("summary", { text: label }), h("pre", { text: r[6] }), cutNote(r[6], r[5])));
         else body.append(h("span", { class: "muted", text: label }));
         li.className = "result";
         break;
@@ -439,6 +457,11 @@
   }
   function route() {
     const r = parse();
+    if (r.page !== "overview" && !loadData()) {
+      main.replaceChildren(h("p", { class: "muted", text: "loading…" }));
+      document.addEventListener("DOMContentLoaded", route, { once: true });
+      return;
+    }
     let view;
     if (r.page === "sessions") view = sessionsPage(r.params);
     else if (r.page === "session") view = sessionPage(Number(r.arg), r.params);
@@ -456,7 +479,11 @@
   window.addEventListener("hashchange", route);
   window.addEventListener("beforeprint", () => document.querySelectorAll("details").forEach((d) => { d.open = true; }));
   route();
-  // Navigation start to the first complete render of the first view (issue 25's "interactive").
-  window.__telltaleReady = performance.now();
-  document.documentElement.dataset.ready = String(Math.round(window.__telltaleReady));
+  // Navigation start to the first complete render of the overview (issue 25's "interactive"):
+  // taken in the first animation frame after the view was built, i.e. when it can be painted.
+  window.__telltaleBuilt = performance.now();
+  requestAnimationFrame(() => {
+    window.__telltaleReady = performance.now();
+    document.documentElement.dataset.ready = String(Math.round(window.__telltaleReady));
+  });
 })();
