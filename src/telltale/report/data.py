@@ -93,8 +93,8 @@ def collect(conn: sqlite3.Connection, filters: Filters, options: Options) -> dic
 
     message_sizes: list[int] = []
     result_sizes: list[int] = []
-    for lines in read.values():
-        m, r = timeline.text_sizes(lines.lines, store_texts)
+    for session_lines in read.values():
+        m, r = timeline.text_sizes(session_lines.lines, store_texts)
         message_sizes += m
         result_sizes += r
     text_limit = timeline.fair_cut(message_sizes, MESSAGE_BUDGET, timeline.TEXT_LIMIT)
