@@ -131,6 +131,38 @@ def test_content_levels(ctx: dict[str, Any], tmp_path: Path) -> None:
     assert none["overview"]["counts"] == log["overview"]["counts"]
 
 
+def test_full_content_reads_texts_back_from_the_stores(ctx: dict[str, Any], tmp_path: Path) -> None:
+    """A log written with redacted content holds prompts only as length and hash; the
+    report's ``full`` level reads them back from the transcripts (still on disk, record
+    unchanged), ``log`` does not."""
+    out = tmp_path / "redacted-run"
+    paths = ["--state-path", str(out / "state.sqlite")]
+    run_cli(["scan", "--once", "--root", str(ctx["home"]), "--log-path", str(out / "events.jsonl"), *paths,
+             "--content", "redacted"], ctx["home"])  # fmt: skip
+    for level, present in (("log", False), ("full", True)):
+        page = tmp_path / f"{level}.html"
+        run_cli(["report", "-o", str(page), "--content", level, *paths], ctx["home"], extra_env={"TZ": "UTC"})
+        data = embedded(page.read_text())
+        texts = [r[4] for s in data["sessions"] for r in s["tl"] if r[0] == "m"]
+        assert ("install the tool" in texts) is present
+        assert (HOSTILE_PROMPT in texts) is present
+
+
+def test_where_anchors_follow_the_content_level() -> None:
+    from telltale.report.data import _where
+
+    anchor = {"observation_id": "a1", "source": {"kind": "claude.projects", "path_hash": "ff", "path": "/h/s.jsonl",
+              "line": 3}, "cwd": "/work/app", "cwd_hash": "3f", "agent": "claude-code", "command": "curl x | sh",
+              "command_hash": "c0", "flag": True}  # fmt: skip
+    (shown,) = _where([anchor], "redacted")
+    assert shown["source.line"] == 3 and shown["command"] == "curl x | sh" and shown["source.path"] == "/h/s.jsonl"
+    assert "flag" not in shown  # only strings and numbers are shown
+    (hidden,) = _where([anchor], "none")
+    assert {"command", "cwd", "source.path"}.isdisjoint(hidden) and hidden["command_hash"] == "c0"
+    assert _where(anchor, "log") == [shown] and _where(None, "log") == []
+    assert len(_where([anchor] * 9, "log")) == 5
+
+
 def test_filters_are_the_read_sides(ctx: dict[str, Any], tmp_path: Path) -> None:
     _, data = _page(ctx, tmp_path, "--client", "codex")
     assert [s["id"] for s in data["sessions"] if s["m"]] == [CODEX]

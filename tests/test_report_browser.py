@@ -11,6 +11,7 @@ skipping them.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,8 +68,15 @@ def test_opens_from_file_without_errors_or_requests(page: dict[str, Any], deskto
     desktop.get_log("performance")  # drop what the browser did before
     desktop.get_log("browser")
     browser.open_file(desktop, page["html"])
-    for fragment in ("#/sessions", "#/detections", "#/detection/0", "#/session/0", "#/overview"):
+    count = desktop.execute_script(
+        "return JSON.parse(document.getElementById('report-data').textContent).sessions.length"
+    )
+    views = ["#/sessions", "#/detections", "#/detection/0", "#/overview"] + [f"#/session/{i}" for i in range(count)]
+    for fragment in views:
         _go(desktop, page, fragment)
+        shown = _text(desktop, "main")
+        # A value the page lacks shows as nothing, never as "null", "undefined" or "NaN".
+        assert not {"null", "undefined", "NaN"} & set(re.findall(r"[A-Za-z]+", shown)), fragment
     assert browser.console_errors(desktop) == []
     own = page["html"].resolve().as_uri()
     seen = browser.network_requests(desktop)
@@ -173,6 +181,21 @@ def test_detection_view_links_back_to_the_timeline(page: dict[str, Any], desktop
     desktop.get(link)
     desktop.execute_script("window.dispatchEvent(new HashChangeEvent('hashchange'))")
     assert desktop.execute_script("return document.querySelectorAll('#timeline li.det.hit').length") == 1
+
+
+def test_prints(page: dict[str, Any], desktop: Any, tmp_path: Path) -> None:
+    import base64
+
+    browser.open_file(desktop, page["html"])
+    _go(desktop, page, "#/detection/0")
+    desktop.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    try:
+        assert desktop.execute_script("return getComputedStyle(document.getElementById('nav')).display") == "none"
+    finally:
+        desktop.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+    pdf = base64.b64decode(desktop.print_page())
+    assert pdf.startswith(b"%PDF") and len(pdf) > 5_000
+    (tmp_path / "detection.pdf").write_bytes(pdf)
 
 
 def test_phone_width_and_dark_mode(page: dict[str, Any], tmp_path: Path) -> None:

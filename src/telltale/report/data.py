@@ -285,9 +285,7 @@ def _detection(det_id: str, doc: dict[str, Any], place: tuple[Any, ...], content
         shown_evidence.append(item)
     attack = [*_strings(technique.get("id")), *_strings((technique.get("subtechnique") or {}).get("id"))]
     source = tt.get("source") or {}
-    where = det.get("where") if isinstance(det.get("where"), dict) else None
-    if where is not None and content == "none":
-        where = {k: v for k, v in where.items() if k not in ("command", "path", "cwd", "url", "paths", "urls")}
+    where = _where(det.get("where"), content)
     entry: dict[str, Any] = {
         "id": det_id,
         "at": doc.get("@timestamp") or at,
@@ -311,10 +309,39 @@ def _detection(det_id: str, doc: dict[str, Any], place: tuple[Any, ...], content
         "source": {"kind": source.get("kind"), "path_hash": source.get("path_hash"), "line": source.get("line")},
         "sequence": bool(det.get("sequence")),
         "count": det.get("count"),
+        "first_seen": det.get("first_seen"),
+        "last_seen": det.get("last_seen"),
         "where": where,
     }
     redacted: dict[str, Any] = redact_document(entry)
     return redacted
+
+
+#: Anchors of one detection's "where" shown at most.
+WHERE_ANCHORS = 5
+#: Text keys of an anchor ("where") that ``--content none`` holds back (their hashes stay).
+_WHERE_TEXT = frozenset({"command", "file_path", "cwd", "url", "path"})
+
+
+def _where(value: Any, content: str) -> list[dict[str, Any]]:
+    """A detection's "where" anchors (a list, or one mapping in older events), flattened to
+    ``key: value`` pairs (``source.line``); text keys dropped at content level ``none``."""
+    anchors = value if isinstance(value, list) else [value] if isinstance(value, dict) else []
+    out: list[dict[str, Any]] = []
+    for anchor in anchors[:WHERE_ANCHORS]:
+        if not isinstance(anchor, dict):
+            continue
+        flat: dict[str, Any] = {}
+        for key, item in anchor.items():
+            pairs = item.items() if isinstance(item, dict) else [(None, item)]
+            for sub, leaf in pairs:
+                name = f"{key}.{sub}" if sub is not None else str(key)
+                if content == "none" and (sub or key) in _WHERE_TEXT:
+                    continue
+                if isinstance(leaf, (str, int, float)) and not isinstance(leaf, bool):
+                    flat[name] = timeline._cut(leaf, timeline.WHAT_LIMIT) if isinstance(leaf, str) else leaf
+        out.append(flat)
+    return out
 
 
 def _strings(value: Any) -> list[str]:

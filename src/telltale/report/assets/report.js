@@ -317,7 +317,7 @@
   }
   function cutNote(text, length) {
     // A text cut to keep the file small ends in "…"; the row keeps its whole length.
-    return text.endsWith("…") && length > text.length ? h("div", { class: "muted cut", text: `cut (${num(length)} bytes in all: telltale show has it whole)` }) : null;
+    return text.endsWith("…") && length > text.length ? h("div", { class: "muted cut", text: `cut (${num(length)} bytes in all: telltale show has it whole)` }) : "";
   }
   function row(x, r, depth, focus) {
     const t = h("span", { class: "t", text: clock(x.base + r[1]) });
@@ -424,7 +424,11 @@
     if (d.tool) where.push(h("dt", { text: "tool" }), h("dd", { text: d.tool }));
     if (d.source && (d.source.kind || d.source.path_hash)) where.push(h("dt", { text: "source" }),
       h("dd", { class: "mono", text: [d.source.kind, d.source.path_hash, d.source.line ? "line " + d.source.line : ""].filter(Boolean).join(" · ") }));
-    if (d.where) for (const key in d.where) where.push(h("dt", { text: key }), h("dd", { class: "mono", text: typeof d.where[key] === "string" ? d.where[key] : JSON.stringify(d.where[key]) }));
+    if (d.first_seen || d.last_seen) where.push(h("dt", { text: "seen" }), h("dd", { text: `${when(d.first_seen)} → ${when(d.last_seen)}` }));
+    (d.where || []).forEach((anchor, j) => {
+      where.push(h("dt", { text: d.where.length > 1 ? `anchor ${j + 1}` : "anchor" }), h("dd", null, h("dl", { class: "kv" },
+        Object.keys(anchor).map((key) => [h("dt", { text: key }), h("dd", { class: "mono", text: String(anchor[key]) })]))));
+    });
     return [h("section", { class: "card", id: "detection" },
       h("h1", null, sevTag(d.sev), " ", d.name || d.rule),
       h("dl", { class: "kv" },
@@ -441,8 +445,8 @@
       h("section", { class: "card" }, h("h2", { text: "Where" }), h("dl", { class: "kv" }, where)),
       h("section", { class: "card" }, h("h2", { text: "Recommendation" }), h("p", { text: d.recommendation || "—" }),
         d.attack.length || d.atlas.length || d.references.length ? h("div", { class: "links" },
-          d.attack.length ? [h("b", { text: "ATT&CK: " }), joined(d.attack.map((id) => extLink(attackUrl(id), id))), d.tactics.length ? h("span", { class: "muted", text: " (" + d.tactics.join(", ") + ") " }) : null] : null,
-          d.atlas.length ? [h("b", { text: " ATLAS: " }), joined(d.atlas.map((id) => extLink(atlasUrl(id), id.replace(/^atlas\./, ""))))] : null,
+          d.attack.length ? [h("b", { text: "ATT&CK: " }), joined(d.attack.map((id) => extLink(attackUrl(id), id))), d.tactics.length ? h("span", { class: "muted", text: " (" + d.tactics.join(", ") + ")" }) : null, " "] : null,
+          d.atlas.length ? [h("b", { text: "ATLAS: " }), joined(d.atlas.map((id) => extLink(atlasUrl(id), id.replace(/^atlas\./, ""))))] : null,
           d.references.length ? h("p", null, h("b", { text: "References: " }), joined(d.references.map((r) => extLink(r, r)))) : null) : null)];
   }
 
