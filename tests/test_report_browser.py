@@ -98,6 +98,7 @@ def test_counts_shown_equal_the_index(page: dict[str, Any], desktop: Any) -> Non
     assert _text(desktop, "#count-sessions") == str(len(sessions))
     assert _text(desktop, "#count-detections") == str(len(detections))
     assert "5 record(s) skipped" in _text(desktop, "#health")
+    assert "qwen" in _text(desktop, "#sources-line") and "partial" in _text(desktop, "#sources-line")
     assert _text(desktop, "#count-events") == f"{sum(s['events'] for s in sessions):,}"
     assert f"({usage[-1]['totals']['total']:,})" in _text(desktop, "#count-tokens + span")
     _go(desktop, page, "#/sessions")
@@ -156,6 +157,14 @@ def test_filters_work(page: dict[str, Any], desktop: Any) -> None:
     box.clear()
     box.send_keys(" ")  # clear() fires no input event: type, then erase
     box.send_keys("\b")
+    # Sorting from the keyboard: detections, most first.
+    from selenium.webdriver.common.keys import Keys
+
+    desktop.find_element("css selector", "#sessions-table th[data-key=detections]").send_keys(Keys.ENTER)
+    top = desktop.execute_script(
+        "return document.querySelector('#sessions-table tbody tr td:nth-child(8)').textContent"
+    )
+    assert int(top) == max(s["detections"] for s in cli_json(page, "sessions", "--limit", "0"))
     # Sorting by tokens, descending then ascending.
     desktop.find_element("css selector", "#sessions-table th[data-key=tokens]").click()
     first = desktop.execute_script("return document.querySelector('#sessions-table tbody tr').dataset.i")

@@ -192,6 +192,8 @@ def _order(line: Line) -> tuple[str, int, int]:
 
 
 _MINUTES: dict[str, int] = {}
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MS = dt.timedelta(milliseconds=1)
 
 
 def epoch_ms(text: str | None) -> int | None:
@@ -222,7 +224,7 @@ def _parse(text: str) -> int | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
-    return int(moment.timestamp() * 1000)
+    return (moment - _EPOCH) // _MS  # exact: a float timestamp times 1000 can land a millisecond short
 
 
 @dataclass

@@ -173,7 +173,8 @@
         OV.by_category.length ? hbars(OV.by_category, (l, i) => color(i), (l) => "#/detections?category=" + encodeURIComponent(l))
           : h("p", { class: "ok", text: "no detections" }))));
     out.push(h("section", { class: "card", id: "agents" }, h("h2", { text: "Agents and versions seen" }),
-      h("div", { class: "scroll" }, h("table", null,
+      OV.agents.length ? null : h("p", { class: "muted", text: "no agent sessions in the index for these filters" }),
+      OV.agents.length === 0 ? null : h("div", { class: "scroll" }, h("table", null,
         h("thead", null, h("tr", null, h("th", { text: "client" }), h("th", { text: "agent" }), h("th", { text: "version" }),
           h("th", { class: "n", text: "sessions" }), h("th", { text: "last active" }))),
         h("tbody", null, OV.agents.map((a) => h("tr", null,
@@ -196,6 +197,12 @@
     const sec = h("section", { class: "card", id: "health" }, h("h2", { text: "Health" }));
     if (scan) sec.appendChild(h("p", null, "Last scan ", h("b", { text: when(scan.at) }), ` · ${scan.result} · ${num(scan.emitted)} events emitted · ${num(scan.quarantined)} quarantined · ${num(scan.detections)} detections`));
     else sec.appendChild(h("p", { class: "muted", text: "no scan recorded" }));
+    const byClient = scan ? scan.sources_by_client || {} : {};
+    const bad = ["error", "partial", "unsupported", "unreadable", "removed"];
+    const sources = Object.keys(byClient).map((c) => [c, Object.keys(byClient[c]).map((st) => `${num(byClient[c][st])} ${st}`).join(" · "),
+      bad.some((st) => byClient[c][st])]);
+    if (sources.length) sec.appendChild(h("p", { id: "sources-line" }, "Sources in the last scan: ",
+      sources.map(([c, text, warn], j) => [j ? "; " : "", h("b", { text: c }), " ", h("span", { class: warn ? "warn-text" : "", text: text })])));
     warnings.forEach((w) => sec.appendChild(h("div", { class: "warn", text: "⚠ " + w })));
     const rows = [];
     for (const action in hl.counts) for (const kind in hl.counts[action]) rows.push([action, kind, hl.counts[action][kind]]);
@@ -211,8 +218,9 @@
   function filtersLine() {
     const f = META.filters, parts = [];
     for (const k in f) parts.push(`${k} ${Array.isArray(f[k]) ? f[k].join(", ") : f[k]}`);
+    const span = OV.counts.first ? ` · activity ${when(OV.counts.first)} → ${when(OV.counts.last)}` : "";
     return h("p", { class: "muted", id: "filters-line" },
-      (parts.length ? "Filters: " + parts.join(" · ") : "All sessions in the index") +
+      (parts.length ? "Filters: " + parts.join(" · ") : "All sessions in the index") + span +
       ` · times ${zone || "in the browser's zone"} · content level: ${META.content}`);
   }
 
@@ -221,7 +229,7 @@
     ["last", "last active", (x) => x.last || ""], ["client", "client", (x) => x.client || ""],
     ["version", "version", (x) => x.version || "", "hide-narrow"], ["project", "project", (x) => x.project || "", "hide-narrow"],
     ["id", "session", (x) => x.id || ""], ["messages", "msgs", (x) => x.messages, "n hide-narrow"],
-    ["tools", "tools", (x) => x.tools, "n"], ["detections", "det.", (x) => x.detections, "n"],
+    ["tools", "tools", (x) => x.tools, "n hide-narrow"], ["detections", "det.", (x) => x.detections, "n"],
     ["sev", "max severity", (x) => SEV_RANK[x.sev] || 0], ["tokens", "tokens", (x) => x.tokens.total, "n"]];
   function sessionsPage(params) {
     const st = state.sessions;
@@ -231,9 +239,19 @@
     const clients = [...new Set(all.map((x) => x.client))].sort();
     const tbody = h("tbody");
     const count = h("span", { class: "count", id: "sessions-count" });
+    function sortBy(key) {
+      st.dir = st.key === key ? -st.dir : (key === "last" || key === "tokens" || key === "sev" || key === "detections" ? -1 : 1);
+      st.key = key;
+      draw();
+      head.querySelectorAll("th").forEach((th) => { th.classList.remove("asc", "desc"); th.removeAttribute("aria-sort"); });
+      const th = head.querySelector(`[data-key=${key}]`);
+      th.classList.add(st.dir > 0 ? "asc" : "desc");
+      th.setAttribute("aria-sort", st.dir > 0 ? "ascending" : "descending");
+    }
     const head = h("tr", null, SESSION_COLS.map(([key, label, , cls]) => h("th", {
       class: "sort " + (cls || "") + (st.key === key ? (st.dir > 0 ? " asc" : " desc") : ""), "data-key": key, text: label,
-      onclick: () => { st.dir = st.key === key ? -st.dir : (key === "last" || key === "tokens" || key === "sev" ? -1 : 1); st.key = key; draw(); head.querySelectorAll("th").forEach((th) => th.classList.remove("asc", "desc")); head.querySelector(`[data-key=${key}]`).classList.add(st.dir > 0 ? "asc" : "desc"); } })));
+      tabindex: 0, role: "columnheader", title: "sort by " + label,
+      onclick: () => sortBy(key), onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); sortBy(key); } } })));
     const q = h("input", { type: "search", id: "sessions-q", placeholder: "search id, project, agent, version", value: st.q,
       oninput: (e) => { st.q = e.target.value; draw(); } });
     const client = h("select", { id: "sessions-client", onchange: (e) => { st.client = e.target.value; draw(); } },
@@ -252,7 +270,7 @@
         h("td", { text: when(x.last) }), h("td", { text: x.client }),
         h("td", { class: "hide-narrow", text: x.version || "" }), h("td", { class: "path hide-narrow", title: x.project || "", text: x.project || "" }),
         h("td", { class: "id mono", title: x.id }, sessionLink(x.i, x.parent !== null ? "↳ " + short(x.id) : short(x.id))),
-        h("td", { class: "n hide-narrow", text: num(x.messages) }), h("td", { class: "n", text: num(x.tools) }),
+        h("td", { class: "n hide-narrow", text: num(x.messages) }), h("td", { class: "n hide-narrow", text: num(x.tools) }),
         h("td", { class: "n", text: num(x.detections) }), h("td", null, x.sev ? sevTag(x.sev) : ""),
         h("td", { class: "n", text: compact(x.tokens.total) }))));
       count.textContent = `${num(rows.length)} of ${num(all.length)} sessions`;
@@ -432,7 +450,7 @@
     return [h("section", { class: "card", id: "detection" },
       h("h1", null, sevTag(d.sev), " ", d.name || d.rule),
       h("dl", { class: "kv" },
-        h("dt", { text: "rule" }), h("dd", { class: "mono", text: d.rule || "" }),
+        h("dt", { text: "rule" }), h("dd", { class: "mono", text: [d.rule, d.ruleset && d.ruleset !== "telltale" ? `(${d.ruleset})` : "", d.uuid || ""].filter(Boolean).join(" ") }),
         h("dt", { text: "severity" }), h("dd", { text: `${d.sev || ""}${d.score !== null && d.score !== undefined ? " · score " + d.score : ""}${d.count ? " · " + d.count + " occurrence(s)" : ""}` }),
         h("dt", { text: "category" }), h("dd", { text: (d.categories.length ? d.categories : [d.category]).filter(Boolean).join(", ") }),
         h("dt", { text: "time" }), h("dd", { text: when(d.at) }),
