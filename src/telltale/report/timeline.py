@@ -20,7 +20,6 @@ o     action
 from __future__ import annotations
 
 import datetime as dt
-import mmap
 import os
 import sqlite3
 from collections.abc import Callable, Iterable
@@ -153,18 +152,15 @@ def read_sessions(conn: sqlite3.Connection, rowids: Iterable[int], files: dict[i
     for file_id, ranges in spans.items():
         ranges.sort()
         try:
-            fh = open(files[file_id], "rb")  # noqa: SIM115 - closed below, mapped while open
+            fh = open(files[file_id], "rb")  # noqa: SIM115 - closed below, read while open
         except OSError:
             for _, _, session in ranges:
                 out[session].missing_spans += 1
             continue
         with fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size == 0:
-                continue
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                for start, end, session in ranges:
-                    _take(data[start : min(end, size)], out[session], seen[session])
+            fd = fh.fileno()
+            for start, end, session in ranges:
+                _take(os.pread(fd, max(0, end - start), start), out[session], seen[session])
     for lines in out.values():
         lines.lines.sort(key=_order)
     return out
@@ -257,6 +253,14 @@ def rows(
     last_stamp = ""
     last_ms = base_ms
     call_names: dict[str, str] = {}  # call id -> tool name (a result may not carry it)
+    names: dict[str, str] = {}  # tool, role and model names, redacted once per session
+
+    def name(value: str) -> str:
+        shown = names.get(value)
+        if shown is None:
+            shown = names[value] = redact(value)
+        return shown
+
     for line in lines:
         if len(out) >= SESSION_ROWS:
             omitted += 1
@@ -270,7 +274,7 @@ def rows(
         tt = line.telltale
         gen_ai = line.gen_ai
         tool = gen_ai.tool if gen_ai is not None else None
-        tool_name = redact(tool.name) if tool is not None and tool.name else ""
+        tool_name = name(tool.name) if tool is not None and tool.name else ""
         if event.dataset == DETECTION:
             index = detection_index.get(event.id)
             if index is not None:
@@ -282,7 +286,7 @@ def rows(
             if show_text:
                 text = m.text if m.text is not None else store_texts.get(event.id)
                 text = redact(_cut(text, text_limit)) if text else None
-            out.append(["m", t, redact(m.role or "unknown"), m.length or 0, text, 1 if m.injected else 0])
+            out.append(["m", t, name(m.role or "unknown"), m.length or 0, text, 1 if m.injected else 0])
         elif action == "tool_call":
             kind, what = "", None
             if show_what:
@@ -310,7 +314,7 @@ def rows(
                 continue
             cache_read = u.cache_read.input_tokens if u.cache_read is not None else 0
             cache_creation = u.cache_creation.input_tokens if u.cache_creation is not None else 0
-            out.append(["u", t, redact(model or ""), u.input_tokens or 0, u.output_tokens or 0, cache_read or 0,
+            out.append(["u", t, name(model or ""), u.input_tokens or 0, u.output_tokens or 0, cache_read or 0,
                         cache_creation or 0])  # fmt: skip
         elif action == "session":
             continue  # the session's header says it
