@@ -85,7 +85,7 @@ def conversation(turns: int = 2) -> dict[str, Any]:
     return {"conversation_id": "conv-1", "history": history[:turns]}
 
 
-def put_conversation(db: Path, value: dict[str, Any] | str, updated: int = 1) -> None:
+def put_conversation(db: Path, value: dict[str, Any] | str, updated: int = 1, key: str = "/srv/app") -> None:
     db.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS conversations_v2 (key TEXT NOT NULL, conversation_id TEXT NOT NULL,"
@@ -94,7 +94,7 @@ def put_conversation(db: Path, value: dict[str, Any] | str, updated: int = 1) ->
         raw = value if isinstance(value, str) else json.dumps(value)
         cid = "conv-1" if isinstance(value, str) else value["conversation_id"]
         conn.execute("INSERT OR REPLACE INTO conversations_v2 VALUES (?, ?, ?, ?, ?)",
-                     ("/srv/app", cid, raw, 1790000000000, 1790000000000 + updated))
+                     (key, cid, raw, 1790000000000, 1790000000000 + updated))
     conn.close()
 
 
@@ -376,3 +376,20 @@ def test_a_fifo_in_place_of_the_metadata_never_blocks(tmp_path: Path) -> None:
         signal.alarm(0)
     assert [o.text for o in observations(batches) if o.family is Family.MESSAGE] == ["clean the repo"]
     assert {o.session_id for o in observations(batches)} == {SID}  # the file name, without metadata
+
+
+def test_sqlite_conversation_resumed_in_another_directory_is_read_once(tmp_path: Path) -> None:
+    """A conversation gets a row per directory it was resumed in, each with the whole
+    history: only the newest row is read, and the facts already emitted stay emitted."""
+    db = tmp_path / "data.sqlite3"
+    put_conversation(db, conversation(1), updated=1, key="/srv/app")
+    first, cursor = acquire("kiro.cli_sqlite", db)
+    assert len(observations(first)) == 3
+    put_conversation(db, conversation(2), updated=9, key="/srv/other")  # resumed elsewhere
+    second, cursor = acquire("kiro.cli_sqlite", db, cursor)
+    assert [(o.family.value, o.stage) for o in observations(second)] == [
+        ("tool", Stage.RESULT), ("message", None)]
+    assert {o.cwd for o in observations(second)} == {"/srv/other"}
+    again, _ = acquire("kiro.cli_sqlite", db)  # from scratch: each fact once, not once per row
+    assert len(observations(again)) == 5
+    assert len({o.observation_id for o in observations(again)}) == 5

@@ -2,9 +2,11 @@
 
 One row per (working directory, conversation): ``key`` (the directory),
 ``conversation_id``, ``value`` (the whole conversation as JSON, the format Kiro CLI
-inherited from Amazon Q Developer CLI), ``created_at``/``updated_at`` (epoch ms). A row
-is rewritten whole as the conversation grows, so the cursor is per row: its
-``updated_at`` and size (skip unchanged rows), and short digests of the facts emitted.
+inherited from Amazon Q Developer CLI), ``created_at``/``updated_at`` (epoch ms). A
+conversation resumed in another directory gets another row holding the whole history
+again: only its newest row is read. A row is rewritten whole as the conversation grows,
+so the cursor is per conversation: its row's ``updated_at`` and size (skip unchanged
+rows), and short digests of the facts emitted (shared by all its rows).
 ``history`` holds turns ``{user, assistant, request_metadata}`` (older builds: a
 ``[user, assistant]`` pair): the user's ``content`` is ``{"Prompt": {prompt}}`` or
 ``{"ToolUseResults": {tool_use_results[{tool_use_id, content[{Text}|{Json}], status}]}}``,
@@ -202,13 +204,20 @@ class KiroSqliteAdapter:
             observations: list[Observation] = []
             quarantined: list[Quarantine] = []
             records = other = size_read = 0
-            present: set[str] = set()
+            # One conversation may have a row per working directory it was resumed in; the
+            # newest is the conversation (it holds the whole history), the others are older
+            # copies whose facts it repeats.
+            newest: dict[str, Any] = {}
             for row in index:
+                if isinstance(row["cid"], str) and row["cid"]:
+                    newest.pop(row["cid"], None)
+                    newest[row["cid"]] = row
+            present: set[str] = set()
+            for row in newest.values():
                 cwd, cid = row["key"], row["cid"]
-                if not isinstance(cid, str) or not cid:
-                    continue
+                assert isinstance(cid, str)
                 cwd = cwd if isinstance(cwd, str) else None
-                rid = f"{cid}\x1f{cwd or ''}"
+                rid = cid
                 present.add(rid)
                 updated = row["updated_at"] if isinstance(row["updated_at"], int) else 0
                 size = row["size"] if isinstance(row["size"], int) else 0
