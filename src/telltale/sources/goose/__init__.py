@@ -11,30 +11,18 @@ See docs/sources/goose.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from telltale.sources.goose.legacy import GooseLegacyAdapter
 from telltale.sources.goose.sessions_db import GooseSessionsAdapter
 from telltale.sources.spec import RootType, SourceSpec, StoreLayout
 
-if TYPE_CHECKING:
-    from telltale.discovery.locate import LocatorContext
-
 SESSIONS = ".local/share/goose/sessions"
 WINDOWS_SESSIONS = "AppData/Roaming/Block/goose/data/sessions"
-
-
-def locate(ctx: LocatorContext) -> list[tuple[str, str]]:
-    """Session directories the environment names (the home-relative ones are the spec's)."""
-    flavour = ctx.flavour
-    pairs: list[tuple[str, str]] = []
-    for name, parts in (("XDG_DATA_HOME", ("goose", "sessions")),
-                        ("APPDATA", ("Block", "goose", "data", "sessions")),
-                        ("GOOSE_PATH_ROOT", ("data", "sessions"))):
-        value = ctx.getenv(name)
-        if value and (name != "APPDATA" or flavour.windows):
-            pairs.append((flavour.join(value, *parts), f"env:{name}"))
-    return pairs
+#: Variables that move the store (searched in addition to the home-relative directories).
+ENV_PATHS = (
+    ("XDG_DATA_HOME", "goose/sessions"),
+    ("APPDATA", "Block/goose/data/sessions"),
+    ("GOOSE_PATH_ROOT", "data/sessions"),
+)
 
 
 SPECS = (
@@ -49,7 +37,7 @@ SPECS = (
         layout=StoreLayout.SQLITE,
         fixture_relative_path="goose/sessions",
         adapter="telltale.sources.goose:GooseSessionsAdapter",
-        locator="telltale.sources.goose:locate",
+        env_paths=ENV_PATHS,
         description="Goose SQLite session store (sessions/sessions.db)",
     ),
     SourceSpec(
@@ -62,9 +50,9 @@ SPECS = (
         recursive=False,
         fixture_relative_path="goose/sessions",
         adapter="telltale.sources.goose:GooseLegacyAdapter",
-        locator="telltale.sources.goose:locate",
+        env_paths=ENV_PATHS,
         description="Goose legacy per-session JSONL (read only where no sessions.db replaced them)",
     ),
 )
 
-__all__ = ["SPECS", "GooseLegacyAdapter", "GooseSessionsAdapter", "locate"]
+__all__ = ["ENV_PATHS", "SPECS", "GooseLegacyAdapter", "GooseSessionsAdapter"]
