@@ -256,7 +256,9 @@ def _instrument(clock: _Clock) -> None:
         return adapter
 
     pipeline.adapter_for = timed_adapter_for  # type: ignore[assignment]
-    pipeline.normalize_batch = clock.call("normalise", pipeline.normalize_batch)  # type: ignore[assignment]
+    from telltale.normalize import stage
+
+    stage.normalize_batch = clock.call("normalise", stage.normalize_batch)  # type: ignore[assignment]
     scanner = pipeline.Scanner
     scanner._detect = clock.call("detect", scanner._detect)  # type: ignore[method-assign]
     scanner._encode_observations = clock.call("encode", scanner._encode_observations)  # type: ignore[method-assign]

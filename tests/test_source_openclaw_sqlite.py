@@ -12,9 +12,9 @@ import pytest
 
 from telltale.errors import SourceError
 from telltale.model import Observation, Quarantine, Stage, TokenUsage
-from telltale.sources import openclaw
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
 from telltale.sources.openclaw import SPECS, OpenClawAdapter, OpenClawSqliteAdapter
+from telltale.sources.openclaw import adapter as openclaw
 from telltale.sources.spec import RootType, Source
 
 AGENTS = Path(__file__).parent / "fixtures" / "session_stores" / "openclaw" / "agents"

@@ -31,7 +31,6 @@ import msgspec
 from telltale import faults
 from telltale.detect.ledger import AlertBatch
 from telltale.errors import OutputError, SourceError, StateError, UnsupportedSource
-from telltale.events.activity import activity_lines
 from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now
 from telltale.events.health import (
     operational_alert,
@@ -54,7 +53,6 @@ from telltale.index import schema as index_schema
 from telltale.index.documents import event_id_of
 from telltale.index.upkeep import index_window
 from telltale.model import Observation, Quarantine
-from telltale.normalize.stage import normalize_batch
 from telltale.readers.jsonl import Restart, decode_cursor, encode_cursor
 from telltale.sinks import outbox
 from telltale.sinks.jsonl import JsonlSink
@@ -222,6 +220,14 @@ class ScanResult:
 
 #: Prefix of a reported unsupported source's reason once an adapter read it after all.
 _READABLE_AGAIN = "~"
+
+
+def _normalize(observations: Sequence[Observation]) -> list[Observation]:
+    """The normalisation stage, imported when a changed source is read: its shell parser
+    (tree-sitter-bash) and the event builders are most of a no-change scan's start-up."""
+    from telltale.normalize.stage import normalize_batch
+
+    return normalize_batch(observations)
 
 
 def _count(values: Iterable[str]) -> dict[str, int]:
@@ -440,7 +446,7 @@ class Scanner:
                     if batch.health and not opts.dry_run:
                         staged.add([_item(self._source_health(source, h)) for h in batch.health])
                     # Normalisation: each command as the shell will run it, paths by access.
-                    observations = normalize_batch(batch.observations) if batch.observations else []
+                    observations = _normalize(batch.observations) if batch.observations else []
                     if not opts.dry_run and observations:
                         staged.extend(*self._encode_observations(observations), observations)
                     if self.detector is not None and observations:
@@ -724,6 +730,8 @@ class Scanner:
 
     def _encode_observations(self, observations: Sequence[Observation]) -> tuple[list[str], list[bytes]]:
         """Event ids and lines of a batch's observations (the scan's hot loop)."""
+        from telltale.events.activity import activity_lines  # see _normalize
+
         observed = utc_now()
         content = self.options.content
         return (

@@ -30,6 +30,13 @@ READ_COMMANDS: dict[str, str] = {
     "report": "report", "export": "export_events", "index": "index",
 }  # fmt: skip
 
+#: Every command and its module: a named command's parser is built alone, so a run imports
+#: only what that command needs (a no-change ``scan --once`` from cron pays for nothing else).
+COMMAND_MODULES: dict[str, str] = {
+    "sources": "sources", "scan": "scan", "watch": "watch", "inventory": "inventory", "config": "config",
+    "delivery": "delivery", "export-template": "export", "rules": "rules", **READ_COMMANDS,
+}  # fmt: skip
+
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -68,7 +75,10 @@ def _redacted(line: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    only = READ_COMMANDS.get(words[0]) if words else None
+    if words == ["--version"]:  # answered before any command module is imported
+        print(f"telltale {__version__}")
+        return ExitCode.OK
+    only = COMMAND_MODULES.get(words[0]) if words else None
     parser = build_parser(only)
     args = parser.parse_args(words)
     handler = getattr(args, "handler", None)

@@ -17,16 +17,20 @@ import stat
 from typing import Any
 
 import msgspec
-import yaml
 
 from telltale.discovery.roots import Flavour
 from telltale.discovery.walk import Probe
 from telltale.errors import ConfigError
 
-try:  # the C loader is much faster; both are safe loaders
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _Loader = yaml.SafeLoader
+
+def _safe_load(text: str) -> Any:
+    """YAML through a safe loader (the C one when PyYAML has it), imported only when a
+    project config exists: most scans have none."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(text, Loader=loader)  # a safe loader (CSafeLoader or SafeLoader)
+
 
 #: Project configs are small; a larger file is rejected before parsing.
 MAX_CONFIG_BYTES = 1 << 20
@@ -77,8 +81,10 @@ def parse_project_config(
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise fail("not valid UTF-8") from None
+    import yaml
+
     try:
-        doc = yaml.load(text, Loader=_Loader)  # a safe loader (CSafeLoader/SafeLoader)
+        doc = _safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -4,7 +4,10 @@ See docs/inventory.md. Inventory never reads transcripts or session stores and i
 session evidence.
 """
 
+from typing import Any
+
 from telltale.inventory.model import (
+    DEFAULT_INVENTORY_INTERVAL,
     INVENTORY_SCHEMA_VERSION,
     AgentInventory,
     InventorySnapshot,
@@ -14,15 +17,22 @@ from telltale.inventory.model import (
     SettingsFile,
     Signal,
     Telemetry,
+    inventory_due,
     path_hash,
 )
-from telltale.inventory.snapshot import (
-    DEFAULT_INVENTORY_INTERVAL,
-    changed,
-    classify,
-    inventory_due,
-    take_inventory,
-)
+
+_SNAPSHOT = ("changed", "classify", "take_inventory")
+
+
+def __getattr__(name: str) -> Any:
+    """The snapshot functions, imported on first use: taking an inventory loads every agent's
+    posture reader (YAML, TOML), which a scan whose inventory is not due never needs."""
+    if name in _SNAPSHOT:
+        from telltale.inventory import snapshot
+
+        return getattr(snapshot, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_INVENTORY_INTERVAL",

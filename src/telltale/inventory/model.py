@@ -154,3 +154,21 @@ class InventorySnapshot(msgspec.Struct, frozen=True, kw_only=True):
             if entry.agent == name:
                 return entry
         raise KeyError(name)
+
+
+#: INV-3: the inventory is taken at most this often by default (here, not in ``snapshot``:
+#: a scan checks the cadence without importing the posture readers).
+DEFAULT_INVENTORY_INTERVAL = 86_400.0
+
+
+def inventory_due(last_run: float | None, now: float, interval: float = DEFAULT_INVENTORY_INTERVAL) -> bool:
+    """Whether a scan should run the inventory now (INV-3: configurable cadence).
+
+    ``last_run`` and ``now`` are monotonic seconds; ``interval`` 0 runs it on every scan.
+    A clock that went backwards counts as due rather than silencing inventory.
+    """
+    if interval < 0:
+        raise ValueError("inventory interval must be >= 0")
+    if last_run is None or now < last_run:
+        return True
+    return now - last_run >= interval

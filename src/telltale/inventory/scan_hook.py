@@ -23,8 +23,7 @@ from typing import Any, Protocol
 import msgspec
 
 from telltale import faults
-from telltale.inventory.model import InventorySnapshot
-from telltale.inventory.snapshot import DEFAULT_INVENTORY_INTERVAL, inventory_due, take_inventory
+from telltale.inventory.model import DEFAULT_INVENTORY_INTERVAL, InventorySnapshot, inventory_due
 from telltale.state import WindowCommit
 
 META_DIGEST = "inventory.digest"
@@ -49,11 +48,15 @@ def inventory_hook(args: argparse.Namespace) -> Hook | None:
     root = getattr(args, "root", ".")
     if root in (None, "."):
         def snapshot() -> InventorySnapshot:
+            from telltale.inventory.snapshot import take_inventory
+
             return take_inventory(str(Path.home()), os.environ, sys.platform)
     else:
         home = str(Path(root).resolve())
 
         def snapshot() -> InventorySnapshot:
+            from telltale.inventory.snapshot import take_inventory
+
             # An explicit root is inspected as a home: no environment, PATH or system dirs.
             return take_inventory(home, {}, sys.platform, path_env="", consult_system=False)
     return InventoryEmitter(snapshot, max(float(interval), 0.0)).events

@@ -21,9 +21,6 @@ from telltale.inventory.posture import READERS, PostureContext
 from telltale.inventory.probes import AGENTS, AgentProbe
 from telltale.inventory.signals import Probe
 
-#: Default seconds between inventory runs inside ``telltale scan``/``watch`` (INV-3).
-DEFAULT_INVENTORY_INTERVAL = 86_400.0
-
 PLATFORMS: tuple[str, ...] = ("linux", "darwin", "win32")
 
 
@@ -97,19 +94,6 @@ def take_inventory(
             )
         )
     return InventorySnapshot(schema_version=INVENTORY_SCHEMA_VERSION, platform=plat, agents=entries)
-
-
-def inventory_due(last_run: float | None, now: float, interval: float = DEFAULT_INVENTORY_INTERVAL) -> bool:
-    """Whether a scan should run the inventory now (INV-3: configurable cadence).
-
-    ``last_run`` and ``now`` are monotonic seconds; ``interval`` 0 runs it on every scan.
-    A clock that went backwards counts as due rather than silencing inventory.
-    """
-    if interval < 0:
-        raise ValueError("inventory interval must be >= 0")
-    if last_run is None or now < last_run:
-        return True
-    return now - last_run >= interval
 
 
 def changed(snapshot: InventorySnapshot, last_digest: str | None) -> bool:

@@ -11,7 +11,9 @@ See docs/sources/antigravity.md.
 
 from __future__ import annotations
 
-from telltale.sources.antigravity.history import AntigravityHistoryAdapter
+from typing import Any
+
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec, UnsupportedReason
 
 CLIENT = "antigravity"
@@ -59,5 +61,12 @@ SPECS = (
         description="Antigravity encrypted conversation and implicit-context files (.pb)",
     ),
 )
+
+
+_LAZY = {"AntigravityHistoryAdapter": ".history"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
 
 __all__ = ["CLIENT", "SPECS", "AntigravityHistoryAdapter"]

@@ -9,7 +9,10 @@ its old name ``claude_messages.json``) for token usage and cost.
 
 from __future__ import annotations
 
+from typing import Any
+
 from telltale.sources.cline.forks import FORKS
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec
 
 _PATTERNS = ("api_conversation_history.json", "ui_messages.json", "claude_messages.json")
@@ -35,11 +38,11 @@ SPECS = tuple(
     for fork in FORKS
 )
 
-# Imported last: the adapter module imports this package's submodules.
-from telltale.sources.cline.adapter import (  # noqa: E402
-    ClineTaskAdapter,
-    KiloLegacyTaskAdapter,
-    RooTaskAdapter,
-)
+
+_LAZY = {"ClineTaskAdapter": ".adapter", "KiloLegacyTaskAdapter": ".adapter", "RooTaskAdapter": ".adapter"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
 
 __all__ = ["SPECS", "ClineTaskAdapter", "KiloLegacyTaskAdapter", "RooTaskAdapter"]

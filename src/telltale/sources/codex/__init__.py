@@ -7,6 +7,9 @@ Codex field names live only in this package (:mod:`.wire`).
 
 from __future__ import annotations
 
+from typing import Any
+
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec
 
 _PATTERNS = ("*.jsonl", "*.jsonl.zst")
@@ -48,7 +51,11 @@ SPECS = (
     ),
 )
 
-# Imported last: the adapter module imports this package's submodules.
-from telltale.sources.codex.adapter import CodexAdapter  # noqa: E402
+
+_LAZY = {"CodexAdapter": ".adapter"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
 
 __all__ = ["SPECS", "CodexAdapter"]

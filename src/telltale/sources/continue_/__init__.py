@@ -8,6 +8,9 @@ documents (:mod:`.sessions`); ``continue.dev_data`` the append-only token log
 
 from __future__ import annotations
 
+from typing import Any
+
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec
 
 SPECS = (
@@ -38,8 +41,11 @@ SPECS = (
     ),
 )
 
-# Imported last: the adapter modules import this package's submodules.
-from telltale.sources.continue_.dev_data import ContinueDevDataAdapter  # noqa: E402
-from telltale.sources.continue_.sessions import ContinueSessionAdapter  # noqa: E402
+
+_LAZY = {"ContinueDevDataAdapter": ".dev_data", "ContinueSessionAdapter": ".sessions"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
 
 __all__ = ["SPECS", "ContinueDevDataAdapter", "ContinueSessionAdapter"]

@@ -9,8 +9,9 @@ spec matches them.
 
 from __future__ import annotations
 
-from telltale.sources.copilot.process_log import CopilotProcessLogAdapter
-from telltale.sources.copilot.session_state import CopilotSessionStateAdapter
+from typing import Any
+
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec
 
 SPECS = (
@@ -39,5 +40,12 @@ SPECS = (
         description="Copilot CLI session-state event logs (~/.copilot or COPILOT_HOME)",
     ),
 )
+
+
+_LAZY = {"CopilotProcessLogAdapter": ".process_log", "CopilotSessionStateAdapter": ".session_state"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
 
 __all__ = ["SPECS", "CopilotProcessLogAdapter", "CopilotSessionStateAdapter"]

@@ -14,9 +14,10 @@ other credential files are never sources. See docs/sources/gemini.md.
 
 from __future__ import annotations
 
-from telltale.sources.gemini.chats import GeminiChatsAdapter
-from telltale.sources.gemini.documents import GeminiLegacyChatsAdapter, GeminiLogsAdapter
+from typing import Any
+
 from telltale.sources.gemini.layout import CHATS_KIND, LEGACY_KIND, LOGS_KIND
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec
 
 CLIENT = "gemini"
@@ -65,6 +66,12 @@ SPECS = (
     ),
 )
 
+
+_LAZY = {"GeminiChatsAdapter": ".chats", "GeminiLegacyChatsAdapter": ".documents", "GeminiLogsAdapter": ".documents"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
 
 __all__ = ["CLIENT", "HOME_ENV", "SPECS", "GeminiChatsAdapter", "GeminiLegacyChatsAdapter",
            "GeminiLogsAdapter"]

@@ -12,22 +12,14 @@ source and never opened. See docs/sources/kilo.md.
 
 from __future__ import annotations
 
-from telltale.sources.opencode import native
-from telltale.sources.opencode.adapter import OpenCodeAdapter
+from typing import Any
+
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec, StoreLayout
 
 CLIENT = "kilo"
 KIND = "kilo.sqlite"
 DB_NAME = "kilo.db"
-BRAND = native.Brand(kind=KIND, client=CLIENT, agent="kilo")
-
-
-class KiloAdapter(OpenCodeAdapter):
-    """The OpenCode adapter, emitting as Kilo Code."""
-
-    kind = KIND
-    brand = BRAND
-
 
 SPECS = (
     SourceSpec(
@@ -46,5 +38,12 @@ SPECS = (
         description="Kilo Code SQLite store (OpenCode schema, kilo.db)",
     ),
 )
+
+_LAZY = {"BRAND": ".adapter", "KiloAdapter": ".adapter"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
+
 
 __all__ = ["BRAND", "CLIENT", "KIND", "SPECS", "KiloAdapter"]

@@ -7,7 +7,9 @@ table read-only (see :mod:`telltale.sources.opencode.adapter`); vendor field nam
 
 from __future__ import annotations
 
-from telltale.sources.opencode.adapter import OpenCodeAdapter
+from typing import Any
+
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec, StoreLayout
 
 SPECS = (
@@ -24,5 +26,12 @@ SPECS = (
         description="OpenCode SQLite store (legacy message/part and v2 session_message)",
     ),
 )
+
+
+_LAZY = {"OpenCodeAdapter": ".adapter"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
 
 __all__ = ["SPECS", "OpenCodeAdapter"]

@@ -29,22 +29,7 @@ from telltale.sources._jsonl_driver import (
     line_quarantine,
 )
 from telltale.sources.base import AcquireContext, Batch
-from telltale.sources.spec import RootType, Source, SourceSpec
-
-SPECS = (
-    SourceSpec(
-        client="qwen",
-        kind="qwen.projects",
-        root_type=RootType.HOME,
-        relative_path=".qwen/projects",
-        file_patterns=("*.jsonl",),
-        recursive=True,
-        parent_dir="chats",
-        fixture_relative_path="qwen/projects",
-        adapter="telltale.sources.qwen:QwenAdapter",
-        description="Qwen Code chat transcripts",
-    ),
-)
+from telltale.sources.spec import Source
 
 CLIENT = "qwen"
 KIND = "qwen.projects"

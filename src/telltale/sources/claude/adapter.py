@@ -39,22 +39,7 @@ from telltale.model import (
 from telltale.readers.jsonl import JsonlReader, Line, decode_cursor, encode_cursor
 from telltale.readers.records import NESTING_TOO_DEEP, decode_guarded, failure_reason, retry_repaired
 from telltale.sources.base import AcquireContext, Batch, HistoryMode
-from telltale.sources.spec import RootType, Source, SourceSpec
-
-SPECS = (
-    SourceSpec(
-        client="claude",
-        kind="claude.projects",
-        root_type=RootType.HOME,
-        relative_path=".claude/projects",
-        file_patterns=("*.jsonl",),
-        recursive=True,
-        fixture_relative_path="claude/projects",
-        env_paths=(("CLAUDE_CONFIG_DIR", "projects"),),  # CAND-7
-        adapter="telltale.sources.claude:ClaudeAdapter",
-        description="Claude Code project transcripts (CLI and desktop Code tab)",
-    ),
-)
+from telltale.sources.spec import Source
 
 KIND = "claude.projects"
 CLIENT = "claude"

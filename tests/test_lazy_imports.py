@@ -1,0 +1,76 @@
+"""Fixed costs: a command imports what it needs (issue 24; docs/performance.md).
+
+A no-change ``scan --once`` from cron reads every agent's specs but no adapter, no wire
+Structs, no rule pack, no normaliser, no YAML; ``telltale --version`` imports no command.
+Checked in a fresh interpreter by the modules it loaded, not by time (the host's load
+makes timings meaningless in the suite; ``bench/bench_corpus.py`` measures them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from telltale.cli.main import COMMAND_MODULES, COMMANDS
+
+#: What a no-change scan must never import (each is imported when a changed source is read).
+HEAVY = (
+    "yaml", "hyperscan", "tree_sitter", "tree_sitter_bash", "telltale.detect.engine", "telltale.detect.loader",
+    "telltale.normalize.stage", "telltale.events.activity", "telltale.inventory.snapshot",
+)  # fmt: skip
+
+
+def _loaded(code: str, env: dict[str, str] | None = None) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
+        capture_output=True, text=True, check=True, env=env,
+    ).stdout
+    return set(json.loads(out.strip().splitlines()[-1]))
+
+
+def test_registry_imports_specs_only() -> None:
+    loaded = _loaded("import telltale.sources.registry as r; assert r.REGISTRY")
+    adapters = sorted(m for m in loaded if m.startswith("telltale.sources.") and m.rsplit(".", 1)[-1] in {
+        "adapter", "wire", "chats", "documents", "process_log", "session_state", "history", "dev_data", "sessions",
+        "native", "transcripts", "ide"})  # fmt: skip
+    assert adapters == []
+
+
+def test_every_spec_names_an_importable_adapter() -> None:
+    from telltale.sources.registry import REGISTRY, adapter_for
+
+    for spec in REGISTRY:
+        if spec.adapter:
+            assert callable(getattr(adapter_for(spec.kind), "acquire", None)), spec.kind
+
+
+def test_version_imports_no_command(tmp_path: Path) -> None:
+    loaded = _loaded("import sys; from telltale.cli.main import main; sys.argv=['telltale']; main(['--version'])")
+    assert not [m for m in loaded if m.startswith("telltale.cli.") and m != "telltale.cli.main"]
+
+
+def test_every_command_has_its_module() -> None:
+    assert set(COMMAND_MODULES.values()) == set(COMMANDS)
+
+
+def test_no_change_scan_imports_nothing_heavy(tmp_path: Path) -> None:
+    """Two scans of a home with a Claude transcript: the second finds nothing new."""
+    home = tmp_path / "home"
+    project = home / ".claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    line = {"type": "user", "uuid": "u1", "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": "hello"}}  # fmt: skip
+    (project / "s1.jsonl").write_text(json.dumps(line) + "\n")
+    args = ["scan", "--once", "--root", str(home), "--log-path", str(tmp_path / "e.jsonl"),
+            "--state-path", str(tmp_path / "s.sqlite")]  # fmt: skip
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("TELLTALE_CORPUS", None)
+    code = f"import sys; from telltale.cli.main import main; assert main({args!r}) == 0"
+    first = _loaded(code, env)
+    assert "telltale.sources.claude.adapter" in first  # the changed source was read
+    second = _loaded(code, env)
+    assert [m for m in HEAVY if m in second] == []
+    assert not [m for m in second if m.startswith("telltale.sources.") and m.endswith(".adapter")]
