@@ -101,7 +101,9 @@ def parse_only(files: list[Path]) -> tuple[float, int]:
 
 # -- telltale through its CLI -----------------------------------------------------------
 def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TELLTALE_")}
+    # An installed package has its bytecode compiled (pip does it); a shell that sets
+    # PYTHONDONTWRITEBYTECODE would make every run compile every module again.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TELLTALE_") and k != "PYTHONDONTWRITEBYTECODE"}
     return dict(env, HOME=str(home), PYTHONPATH=str(REPO / "src"), XDG_CACHE_HOME=str(home.parent / "cache"))
 
 
@@ -392,6 +394,7 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "telltale-bench-corpus")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "src")], check=True, stdout=subprocess.DEVNULL)
     jobs = ["--jobs", str(args.jobs)] if args.jobs is not None else []
     peer = peer_command(args.work) if args.peer else None
     print(f"host: {os.cpu_count()} cores, load {load()}; python {sys.version.split()[0]}")

@@ -7,7 +7,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from telltale.cli.paths import (
     default_log_path,
@@ -18,7 +18,6 @@ from telltale.cli.paths import (
 )
 from telltale.config.roots import add_config_root_arguments, roots_from_args
 from telltale.delivery import Delivery
-from telltale.detect.loader import LoadIssue, RuleSet
 from telltale.discovery import DiscoveryOptions, DiscoveryResult, check_root, discover
 from telltale.errors import UsageError
 from telltale.events.envelope import ContentMode
@@ -26,6 +25,9 @@ from telltale.lock import LockHolder, writer_lock
 from telltale.pipeline import WINDOW_BYTES, Detector, Scanner, ScanOptions
 from telltale.placement import check_write_paths
 from telltale.state import check_state_file, state_errors
+
+if TYPE_CHECKING:  # the loader imports YAML and RE2: a no-change scan never needs them
+    from telltale.detect.loader import LoadIssue, RuleSet
 
 __all__ = ["default_log_path", "default_state_dir", "default_state_path"]
 
@@ -175,24 +177,39 @@ def load_pack(args: argparse.Namespace) -> Any:
 def load_detector(args: argparse.Namespace) -> Detector | None:
     if getattr(args, "no_detect", False):
         return None
+    # The compiled pack is cached beside the state (not in a dry run: it writes nothing).
     inputs = pack_inputs(args)
     if not inputs.customised:
         # Only the shipped pack: compiled when a changed source is about to be read.
         from telltale.detect.lazy import LazyDetector
 
         def build() -> Detector:
+            from telltale.detect import cache
             from telltale.detect.engine import DetectionEngine
 
-            return DetectionEngine.load()
+            with cache.using(_pack_cache_path(args)):  # the state's directory exists by now
+                return DetectionEngine.load()
 
         return LazyDetector(build)
+    from telltale.detect import cache
     from telltale.detect.engine import DetectionEngine
 
     # Local rules, tuning or allowlists: built now, so an error in them stops the run before
     # anything is scanned.
-    engine = DetectionEngine.from_pack(load_pack(args))
+    with cache.using(_pack_cache_path(args)):
+        engine = DetectionEngine.from_pack(load_pack(args))
     # Without a rule the engine could only walk every batch for nothing.
     return None if engine.empty else engine
+
+
+def _pack_cache_path(args: argparse.Namespace) -> str | None:
+    """``rules.cache`` in the state's directory, when that directory exists (it is created,
+    0700, by the state store; the cache never creates it); none in a dry run."""
+    if getattr(args, "dry_run", False):
+        return None
+    state = os.path.abspath(os.path.expanduser(getattr(args, "state_path", None) or default_state_path()))
+    directory = os.path.dirname(state)
+    return os.path.join(directory, "rules.cache") if os.path.isdir(directory) else None
 
 
 def load_delivery(args: argparse.Namespace) -> Delivery:
@@ -263,9 +280,12 @@ def checked_discovery(args: argparse.Namespace, options: ScanOptions) -> Discove
 
 def _not_loaded(detector: Detector | None) -> list[LoadIssue]:
     """The rules of the detector's rule set that were reported and not loaded (Sigma)."""
+    ruleset = getattr(detector, "ruleset", None)
+    if ruleset is None:  # no detector, or the default pack not built yet (LazyDetector)
+        return []
+    from telltale.detect.loader import RuleSet
     from telltale.detect.sigma.load import NOT_LOADED
 
-    ruleset = getattr(detector, "ruleset", None)
     if not isinstance(ruleset, RuleSet):
         return []
     return [i for i in ruleset.issues if i.level == "warning" and i.message.startswith(NOT_LOADED)]

@@ -33,6 +33,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from telltale.detect import cache
+
 _hs: Any
 try:  # an accelerator, not a requirement: without it the RE2 Set does the same job
     import hyperscan as _hs
@@ -103,13 +105,21 @@ def scanner(literals: Sequence[Literal | None]) -> Scanner | None:
         expressions.append(data)
         flags.append(_hs.HS_FLAG_SINGLEMATCH | (_hs.HS_FLAG_CASELESS if literal.caseless else 0))
         unicode = unicode and _exact_beyond_ascii(literal)
-    database = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-    ids = list(range(len(expressions)))
-    try:
+    def build() -> Any:
+        database = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+        ids = list(range(len(expressions)))
         database.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags, literal=True)
+        return database
+
+    try:  # a database is serialised by Hyperscan itself into the rule-pack cache
+        database = cache.cached("hyperscan", cache.encode([expressions, flags]), build, _hs.dumpb, _load)
     except _hs.error:  # a database Hyperscan will not build (size limits): the Set still works
         return None
     return Scanner(database, unicode)
+
+
+def _load(data: bytes) -> Any:
+    return _hs.loadb(data, _hs.HS_MODE_BLOCK)
 
 
 class Scanner:

@@ -13,6 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+import msgspec
+
+from telltale.detect import cache
+
 #: Largest literal set kept while expanding classes and concatenations.
 MAX_SET = 64
 #: Largest set of alternative literals (one per alternation branch) kept as a factor.
@@ -399,13 +403,35 @@ def _parsed(pattern: str) -> _Atom | None:
     return atom if parser.i == len(pattern) else None
 
 
+def _set(raw: bytes) -> frozenset[str] | None:
+    value = _list_decoder.decode(raw)
+    return None if value is None else frozenset(value)
+
+
+def _sets(raw: bytes) -> tuple[frozenset[str], ...]:
+    return tuple(frozenset(v) for v in _lists_decoder.decode(raw))
+
+
+_list_decoder = msgspec.msgpack.Decoder(list[str] | None)
+_lists_decoder = msgspec.msgpack.Decoder(list[list[str]])
+
+
+def _sorted(value: frozenset[str] | None) -> bytes:
+    return cache.encode(None if value is None else sorted(value))
+
+
 @lru_cache(maxsize=4096)
 def required_literals(pattern: str) -> frozenset[str] | None:
     """A set of strings one of which every match of ``pattern`` contains, or ``None``.
 
     ``None`` means no useful prefilter exists (every member must be at least
-    :data:`MIN_BYTES` UTF-8 bytes long).
+    :data:`MIN_BYTES` UTF-8 bytes long). Kept in the rule-pack cache when one is active.
     """
+    key = pattern.encode("utf-8", "surrogatepass")
+    return cache.cached("literals", key, lambda: _required_literals(pattern), _sorted, _set)
+
+
+def _required_literals(pattern: str) -> frozenset[str] | None:
     atom = _parsed(pattern)
     if atom is None:
         return None
@@ -428,6 +454,12 @@ def required_factors(pattern: str) -> tuple[frozenset[str], ...]:
     :data:`MIN_BYTES` UTF-8 bytes long. ``()`` means none is known. The engine uses them
     to skip a regex whose factors did not all occur.
     """
+    key = pattern.encode("utf-8", "surrogatepass")
+    encode = lambda value: cache.encode([sorted(f) for f in value])  # noqa: E731
+    return cache.cached("factors", key, lambda: _required_factors(pattern), encode, _sets)
+
+
+def _required_factors(pattern: str) -> tuple[frozenset[str], ...]:
     atom = _parsed(pattern)
     if atom is None:
         return ()

@@ -18,6 +18,7 @@ import msgspec
 import re2
 import yaml
 
+from telltale.detect import cache
 from telltale.detect.fields import FIELD_NAMES, REQUEST_FIELDS
 from telltale.detect.literals import required_literals
 from telltale.detect.model import (
@@ -134,6 +135,9 @@ class RuleSet:
         more = len(errors) - len(shown)
         tail = f"\n  ... and {more} more" if more > 0 else ""
         raise ConfigError(f"{len(errors)} rule error(s):\n  " + "\n  ".join(shown) + tail)
+
+
+_ruleset_decoder = msgspec.msgpack.Decoder(RuleSet)
 
 
 # ------------------------------------------------------------------ YAML with lines
@@ -320,7 +324,18 @@ def _case_issue(case: StepCase) -> str | None:
 
 
 def load_rule_text(text: str, path: str) -> RuleSet:
-    """Parse one rule file's text. Never raises for content problems: see ``issues``."""
+    """Parse one rule file's text. Never raises for content problems: see ``issues``.
+
+    Through the rule-pack cache (:mod:`telltale.detect.cache`) when one is active: the
+    validated rule set of the same name and text is decoded instead of parsed again."""
+    key = path.encode("utf-8", "surrogatepass") + b"\0" + text.encode("utf-8", "surrogatepass")
+    ruleset: RuleSet = cache.cached(
+        "ruleset", key, lambda: _load_rule_text(text, path), cache.encode, _ruleset_decoder.decode
+    )
+    return ruleset
+
+
+def _load_rule_text(text: str, path: str) -> RuleSet:
     out = RuleSet()
     try:
         data, lines = _yaml_load(text)

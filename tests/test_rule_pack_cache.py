@@ -1,0 +1,116 @@
+"""The compiled rule-pack cache (issue 24; DECISIONS "Configuration").
+
+Kept beside the state (0600), keyed by its entries' whole inputs and by the libraries and
+code that produce them, verified on load: whatever does not verify is rebuilt, never used.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from scan_helpers import run_cli
+from telltale.detect import cache
+from telltale.detect.cases import run_cases
+from telltale.detect.engine import DetectionEngine
+from telltale.detect.literals import required_factors, required_literals
+
+
+def _build(path: Path) -> tuple[DetectionEngine, cache.PackCache]:
+    required_literals.cache_clear()  # the in-process memo would hide the file's entries
+    required_factors.cache_clear()
+    with cache.using(str(path)) as used:
+        engine = DetectionEngine.load()
+    assert used is not None
+    return engine, used
+
+
+def test_second_build_reads_everything_from_the_cache_and_behaves_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "rules.cache"
+    first, built = _build(path)
+    assert built.misses > 0 and built.hits == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    second, read = _build(path)
+    assert read.misses == 0 and read.hits > 0  # fewer lookups: a cached rule set needs no literal analysis
+    assert second.rule_count == first.rule_count
+    results = run_cases(second)
+    assert results and all(r.passed for r in results), [r for r in results if not r.passed][:3]
+    assert [r.passed for r in run_cases(first)] == [r.passed for r in results]
+
+
+def test_a_damaged_cache_is_rebuilt_not_trusted(tmp_path: Path) -> None:
+    path = tmp_path / "rules.cache"
+    _build(path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    path.chmod(0o600)
+    engine, used = _build(path)
+    assert used.hits == 0 and used.misses > 0
+    assert all(r.passed for r in run_cases(engine))
+    _, again = _build(path)  # rewritten whole
+    assert again.misses == 0
+
+
+@pytest.mark.parametrize("damage", ["group_writable", "garbage", "empty", "symlink"])
+def test_a_cache_that_does_not_verify_is_ignored(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "rules.cache"
+    _build(path)
+    if damage == "group_writable":
+        path.chmod(0o620)
+    elif damage == "garbage":
+        path.write_bytes(b"telltale-rules-cache-1\n" + os.urandom(4096))
+    elif damage == "empty":
+        path.write_bytes(b"")
+    else:
+        real = tmp_path / "elsewhere"
+        path.rename(real)
+        path.symlink_to(real)
+    _, used = _build(path)
+    assert used.hits == 0
+
+
+def test_another_library_version_is_another_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "rules.cache"
+    _build(path)
+    real = cache._version
+    monkeypatch.setattr(cache, "_version", lambda name: "0.0.0" if name == "hyperscan" else real(name))
+    _, used = _build(path)
+    assert used.hits == 0 and used.misses > 0
+
+
+def test_a_changed_rule_text_misses_only_its_own_entry(tmp_path: Path) -> None:
+    rules = tmp_path / "r.yaml"
+    rule = "rules:\n  - id: t.one\n    title: t\n    category: test\n    score: 20\n"
+    rule += "    match: {{command|contains: {word}}}\n"
+    rules.write_text(rule.format(word="frobnicate"))
+    path = tmp_path / "rules.cache"
+    with cache.using(str(path)):
+        DetectionEngine.load([str(rules)])
+    rules.write_text(rule.format(word="defenestrate"))
+    with cache.using(str(path)) as used:
+        engine = DetectionEngine.load([str(rules)])
+    assert used is not None and used.hits > 0 and used.misses > 0
+    assert "t.one" in {r.spec.id for r in engine.ruleset.rules}
+
+
+def test_scan_keeps_the_cache_beside_the_state_and_a_dry_run_writes_none(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    project = home / ".claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    (project / "s.jsonl").write_text(
+        '{"type":"user","uuid":"u1","sessionId":"s1","timestamp":"2026-01-01T00:00:00Z",'
+        '"message":{"role":"user","content":"hi"}}\n'
+    )
+    state_dir = tmp_path / "state"
+    args = ["scan", "--once", "--root", str(home), "--log-path", str(tmp_path / "e.jsonl"),
+            "--state-path", str(state_dir / "s.sqlite")]  # fmt: skip
+    dry = run_cli([*args, "--dry-run"], home=home)
+    assert dry.returncode == 0, dry.stderr
+    assert not (state_dir / "rules.cache").exists()
+    done = run_cli(args, home=home)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE((state_dir / "rules.cache").stat().st_mode) == 0o600
