@@ -12,7 +12,9 @@ See docs/sources/aider.md.
 
 from __future__ import annotations
 
-from telltale.sources.aider.chat import AiderChatAdapter
+from typing import Any
+
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec
 
 CHAT_FILE = ".aider.chat.history.md"
@@ -30,5 +32,13 @@ SPECS = (
         description="Aider chat history (.aider.chat.history.md in a project's git root)",
     ),
 )
+
+
+_LAZY = {"AiderChatAdapter": ".chat"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
+
 
 __all__ = ["SPECS", "AiderChatAdapter"]

@@ -10,7 +10,9 @@ someone else's, cloned) is marked ``project_store: tracked``. See docs/sources/c
 
 from __future__ import annotations
 
-from telltale.sources.crush.adapter import CrushAdapter
+from typing import Any
+
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec, StoreLayout
 
 SPECS = (
@@ -28,5 +30,13 @@ SPECS = (
         description="Crush SQLite store (.crush/crush.db in a project; projects.json index)",
     ),
 )
+
+
+_LAZY = {"CrushAdapter": ".adapter"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
+
 
 __all__ = ["SPECS", "CrushAdapter"]

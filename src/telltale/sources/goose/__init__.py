@@ -11,8 +11,9 @@ See docs/sources/goose.md.
 
 from __future__ import annotations
 
-from telltale.sources.goose.legacy import GooseLegacyAdapter
-from telltale.sources.goose.sessions_db import GooseSessionsAdapter
+from typing import Any
+
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec, StoreLayout
 
 SESSIONS = ".local/share/goose/sessions"
@@ -54,5 +55,13 @@ SPECS = (
         description="Goose legacy per-session JSONL (read only where no sessions.db replaced them)",
     ),
 )
+
+
+_LAZY = {"GooseLegacyAdapter": ".legacy", "GooseSessionsAdapter": ".sessions_db"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
+
 
 __all__ = ["ENV_PATHS", "SPECS", "GooseLegacyAdapter", "GooseSessionsAdapter"]
