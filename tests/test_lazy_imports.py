@@ -31,11 +31,21 @@ def _loaded(code: str, env: dict[str, str] | None = None) -> set[str]:
     return set(json.loads(out.strip().splitlines()[-1]))
 
 
+#: Agents whose packages follow the specs-only rule (docs/adapters.md). An agent added
+#: later belongs here too once its package does: it is listed, not discovered, so that
+#: an agent landing with eager imports is a start-up cost to fix, not a red build.
+LAZY_AGENTS = (
+    "aider", "antigravity", "claude", "cline", "codex", "continue_", "copilot", "crush", "cursor", "gemini",
+    "goose", "kilo", "openclaw", "opencode", "qwen",
+)  # fmt: skip
+
+
 def _adapter_modules() -> set[str]:
-    """The modules that define the registry's adapter classes (imported here, not in the child)."""
+    """The modules that define those agents' adapter classes (imported here, not in the child)."""
     from telltale.sources.registry import REGISTRY, adapter_for
 
-    return {type(adapter_for(spec.kind)).__module__ for spec in REGISTRY if spec.adapter}
+    modules = {type(adapter_for(spec.kind)).__module__ for spec in REGISTRY if spec.adapter}
+    return {m for m in modules if m.split(".")[2] in LAZY_AGENTS}
 
 
 def test_registry_imports_specs_only() -> None:
