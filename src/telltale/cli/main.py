@@ -31,11 +31,13 @@ READ_COMMANDS: dict[str, str] = {
 }  # fmt: skip
 
 #: Every command and its module: a named command's parser is built alone, so a run imports
-#: only what that command needs (a no-change ``scan --once`` from cron pays for nothing else).
+#: only what that command needs (a no-change ``scan --once`` from cron pays for nothing
+#: else). A command is named as its module unless listed here or in READ_COMMANDS.
 COMMAND_MODULES: dict[str, str] = {
-    "sources": "sources", "scan": "scan", "watch": "watch", "inventory": "inventory", "config": "config",
-    "delivery": "delivery", "export-template": "export", "rules": "rules", **READ_COMMANDS,
-}  # fmt: skip
+    **{name: name for name in COMMANDS if name not in ("export", "export_events")},
+    "export-template": "export",
+    **READ_COMMANDS,
+}
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
