@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping
 from operator import attrgetter
 
 from telltale.model import Family, Observation, Provenance, Stage, make_observation
-from telltale.normalize.stage import normalize_observation
 
 #: Shell command line of a tool request (``Observation.command``).
 COMMAND = 0
@@ -220,6 +219,10 @@ def case_observation(
         raise ValueError("fields " + ", ".join(sorted(names)) + " do not belong to one observation")
     path = f"case://{session_id}"
     # A case goes through the normalisation stage, as an acquired observation does.
+    # Imported here: the normaliser loads tree-sitter-bash, which finding the pack's files
+    # (a no-change scan imports this module through the rule loader) never needs.
+    from telltale.normalize.stage import normalize_observation
+
     return normalize_observation(make_observation(
         adapter=source_kind,
         source_identity=path,
