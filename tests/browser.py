@@ -118,3 +118,18 @@ def resource_entries(driver: Any) -> list[str]:
         "return performance.getEntriesByType('resource').map(e => e.name)"
     )
     return names
+
+
+def stray_values(driver: Any) -> list[str]:
+    """Text nodes of the page's main view that are a missing value drawn as text
+    (``null``, ``undefined``, ``NaN``, ``[object Object]``): a whole node, so a transcript
+    that says ``2>/dev/null`` is not one."""
+    found: list[str] = driver.execute_script(
+        "const out = []; const w = document.createTreeWalker(document.getElementById('main'), NodeFilter.SHOW_TEXT);"
+        "for (let n = w.nextNode(); n; n = w.nextNode()) {"
+        "  const t = n.nodeValue.trim();"
+        "  if (['null', 'undefined', 'NaN', '[object Object]'].includes(t) || /\\b(NaN|undefined)\\b/.test(t)"
+        "      && n.parentElement.closest('.text, pre, code, .what') === null) out.push(t);"
+        "} return out;"
+    )
+    return found
