@@ -89,7 +89,8 @@ def register(subparsers: Any) -> None:
     p_sx = sub.add_parser(
         "export",
         help="write the effective pack's single-event rules as Sigma rules (--sigma DIR)",
-        description="Write every enabled single-event rule of the effective pack (default pack plus --rules) as a "
+        description="Write every enabled single-event rule of the effective pack (default pack, rules.d and its "
+        "tuning, --rules) as a "
         "Sigma rule over Telltale's events (logsource product: telltale), plus telltale_pipeline.yml, the pySigma "
         "processing pipeline for Telltale's event field names. Convert with e.g. "
         "`sigma convert -t splunk -p DIR/telltale_pipeline.yml DIR`.",
@@ -98,6 +99,7 @@ def register(subparsers: Any) -> None:
     p_sx.add_argument("--rules", action="append", default=[], metavar="FILE", help="extra rule file (repeatable)")
     p_sx.add_argument("--no-default-rules", action="store_true", help="leave out the default pack")
     p_sx.add_argument("--force", action="store_true", help="overwrite existing files")
+    add_config_root_arguments(p_sx)
     p_sx.set_defaults(handler=run_export_sigma)
 
     parser.set_defaults(handler=lambda _args: _usage(parser))
@@ -317,16 +319,14 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_export_sigma(args: argparse.Namespace) -> int:
-    from telltale.detect.loader import load_rule_files
     from telltale.detect.sigma.export import PIPELINE_FILE, export_sigma
 
-    ruleset = load_rule_files(args.rules, include_default=not args.no_default_rules)
-    ruleset.raise_for_errors()
+    pack = load_pack(args)  # tuned: overrides and policies decide what is enabled and its severity
     directory = os.path.expanduser(args.sigma_dir)
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise UsageError(f"{directory}: not a directory")
     try:
-        written, skipped = export_sigma(ruleset, directory, force=args.force)
+        written, skipped = export_sigma(pack.ruleset, directory, force=args.force, levels=dict(pack.pinned))
     except FileExistsError as exc:
         raise UsageError(f"{exc.args[0]} exists (use --force to overwrite)") from None
     pipeline = os.path.join(directory, PIPELINE_FILE)

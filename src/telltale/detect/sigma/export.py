@@ -148,7 +148,7 @@ def _selection(matchers: tuple[MatcherDef, ...]) -> dict[str, Any]:
     return out
 
 
-def sigma_rules(rule: Rule) -> list[tuple[str, dict[str, Any]]]:
+def sigma_rules(rule: Rule, level: str | None = None) -> list[tuple[str, dict[str, Any]]]:
     """One Telltale rule as Sigma rule documents, ``(file stem, document)``; raises
     :class:`NotExportable`.
 
@@ -168,7 +168,10 @@ def sigma_rules(rule: Rule) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for category, (selections, filters) in groups.items():
         stem = f"{rule.spec.id}.{category}" if split else rule.spec.id
-        out.append((stem, _document(rule, category, selections, filters, split)))
+        doc = _document(rule, category, selections, filters, split)
+        if level is not None:
+            doc["level"] = level
+        out.append((stem, doc))
     return out
 
 
@@ -231,10 +234,11 @@ def _dump(doc: dict[str, Any]) -> str:
 
 
 def export_sigma(
-    ruleset: RuleSet, directory: str, *, force: bool = False
+    ruleset: RuleSet, directory: str, *, force: bool = False, levels: dict[str, str] | None = None
 ) -> tuple[list[Exported], list[tuple[str, str]]]:
     """Write one ``<rule id>.yml`` per exportable rule and the pipeline to ``directory``.
 
+    ``levels`` fixes the level of some rules (an override's pinned severity).
     Returns what was written and what was left out with why. Raises ``FileExistsError``
     (before writing anything) when a target exists and ``force`` is not set.
     """
@@ -242,7 +246,7 @@ def export_sigma(
     texts: list[tuple[str, str, str]] = []
     for rule in rules:
         try:
-            for stem, doc in sigma_rules(rule):
+            for stem, doc in sigma_rules(rule, (levels or {}).get(rule.spec.id)):
                 texts.append((rule.spec.id, os.path.join(directory, f"{stem}.yml"), _dump(doc)))
         except NotExportable as exc:
             skipped.append((rule.spec.id, str(exc)))
