@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from telltale.events.envelope import utc_now
 from telltale.events.health import operational_alert
 from telltale.pipeline import Scanner
 from telltale.sinks.config import LoadedOutputs, build_sink, load_outputs, policy_of, selector
-from telltale.sinks.outbox import Deliverer, DeliveryReport
+from telltale.sinks.outbox import Deliverer, DeliveryReport, SinkReport, status
 from telltale.sinks.select import Selector
 
 
@@ -55,8 +56,11 @@ class Delivery:
                     f"({log_path}); the local log is set by log_path, an additional jsonl output needs its own file"
                 )
 
-    def drain(self, state_path: str, *, seconds: float) -> DeliveryReport | None:
-        """Deliver what is due for up to ``seconds``; ``None`` when no output is fed from the outbox."""
+    def drain(
+        self, state_path: str, *, seconds: float, stop: Callable[[], bool] | None = None
+    ) -> DeliveryReport | None:
+        """Deliver what is due for up to ``seconds`` (or until ``stop``); ``None`` when no
+        output is fed from the outbox."""
         remote = self.loaded.delivered()
         if not remote:
             return None
@@ -64,7 +68,7 @@ class Delivery:
         policies = {name: policy_of(out) for name, out in remote.items()}
         deliverer = Deliverer(state_path, sinks, policies=policies)
         try:
-            return deliverer.run_until_idle(time.time() + seconds)
+            return deliverer.run_until_idle(time.time() + seconds, stop=stop)
         finally:
             deliverer.close()
 
@@ -94,16 +98,45 @@ def failure_alerts(report: DeliveryReport) -> list[dict[str, Any]]:
     return alerts
 
 
-def deliver_after_scan(delivery: Delivery, scanner: Scanner, state_path: str, *, seconds: float) -> dict[str, Any]:
-    """Drain the outbox, write alerts for failing outputs, return a summary for the CLI."""
-    report = delivery.drain(state_path, seconds=seconds)
+def deliver_after_scan(
+    delivery: Delivery, scanner: Scanner, state_path: str, *, seconds: float, stop: Callable[[], bool] | None = None
+) -> dict[str, Any]:
+    """Drain the outbox (until idle, ``seconds`` or ``stop``), write alerts for failing
+    outputs, return what the summary shows: per output sent, queued, state, reason and the
+    command that fixes it, and how long delivery waited."""
+    started = time.monotonic()
+    report = delivery.drain(state_path, seconds=seconds, stop=stop)
     if report is None:
         return {}
+    waited = time.monotonic() - started
     alerts = failure_alerts(report)
     if alerts:
         scanner.emit(alerts)
+    queued = {row.sink: row.pending + row.retrying + row.blocked for row in status(state_path, delivery.names)}
+    outputs: dict[str, dict[str, Any]] = {}
+    for name in delivery.names:
+        rep = report.sinks.get(name) or SinkReport(name)
+        out: dict[str, Any] = {"sent": rep.acked, "queued": queued.get(name, 0), "state": "ok"}
+        if rep.blocked_reason:
+            out.update(state="blocked", reason=rep.blocked_reason, fix=_fix_blocked(name, rep.blocked_reason))
+        elif rep.failed:
+            reason = max(rep.errors, key=lambda k: rep.errors[k]) if rep.errors else "failed"
+            out.update(state="failing", reason=reason,
+                       fix=f"events stay queued and are retried next run; check {name}'s endpoint, then: "
+                       "telltale delivery run")
+        outputs[name] = out
     return {
         "delivered": report.acked,
         "queued": report.queued,
         "failing_outputs": [rep.sink for rep in report.failures],
+        "outputs": outputs,
+        "waited_s": round(waited, 3),
+        "skipped": bool(stop and stop()),
     }
+
+
+def _fix_blocked(name: str, reason: str) -> str:
+    """What a person does about a blocked output (it gets nothing until the block is lifted)."""
+    what = "its credentials (token)" if any(k in reason for k in ("401", "403", "auth", "token")) else (
+        "its endpoint or configuration")
+    return f"fix {what}, then: telltale delivery retry-blocked --sink {name}"

@@ -18,8 +18,8 @@ class ExitCode(IntEnum):
     #: Usage or configuration error (bad flags, config or rules, bad ``--root``, refused
     #: log or state path): nothing was written.
     USAGE = 2
-    #: Reserved: a remote output failed or warnings occurred, only with
-    #: ``--fail-on-delivery`` or ``--strict``.
+    #: Only with ``scan --fail-on-delivery`` (a remote output failed or is blocked) or
+    #: ``scan --strict`` (any warning: skipped records, failed stores, discovery issues).
     WARNINGS = 3
     #: The state's writer lock is held by another writer (EX_TEMPFAIL: try again later).
     LOCKED = 75

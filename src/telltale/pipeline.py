@@ -61,6 +61,10 @@ from telltale.sources.registry import adapter_for, spec_for, unsupported_reason
 from telltale.sources.spec import Source
 from telltale.state import CursorUpdate, PendingWindow, StateStore, source_key
 
+#: ``--log-path -``: events go to stdout; the state is only read (no cursor advances, nothing
+#: is queued or indexed), and what one process has emitted is remembered in memory.
+STDOUT_LOG = "-"
+
 #: Bytes of encoded events gathered before a window is written and committed.
 WINDOW_BYTES = 8 << 20
 #: Sources committed per window at most (bounds a crash's re-read work).
@@ -151,6 +155,8 @@ class SourceReport:
     quarantine_reasons: dict[str, int] = field(default_factory=dict)
     #: Why the source cannot be read (``encrypted``...), also once it was reported.
     unsupported: str | None = None
+    #: The first records set aside (where and why), for the summary; all are health events.
+    skipped: list[Quarantine] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -174,6 +180,50 @@ class SourceReport:
         return out
 
 
+#: Skipped records kept per source for the summary (every one is a health event).
+SKIPPED_KEPT = 3
+#: Detections kept for the summary, the most severe first (all are events).
+TOP_KEPT = 20
+_SEVERITY_RANK = {"critical": 4, "high": 3, "medium": 2, "low": 1}
+
+
+@dataclass(frozen=True)
+class DetectionBrief:
+    """One detection as the summary lists it; built from the (redacted) event document."""
+
+    severity: str
+    score: float
+    title: str
+    rule_id: str
+    client: str
+    session_id: str | None = None
+    #: The session's working directory (the project), when the observation had one.
+    project: str | None = None
+    #: The command, path or URL the alert is about (or its excerpt), redacted.
+    where: str | None = None
+    #: Occurrences folded into this alert (one alert per session and rule).
+    count: int = 1
+
+    @property
+    def rank(self) -> tuple[int, float]:
+        return _SEVERITY_RANK.get(self.severity, 0), self.score
+
+
+@dataclass
+class DetectionTally:
+    """Detections of one scan by severity, and the most severe few."""
+
+    by_severity: dict[str, int] = field(default_factory=dict)
+    top: list[DetectionBrief] = field(default_factory=list)
+
+    def add(self, brief: DetectionBrief) -> None:
+        self.by_severity[brief.severity] = self.by_severity.get(brief.severity, 0) + 1
+        if len(self.top) < TOP_KEPT or brief.rank > self.top[-1].rank:
+            self.top.append(brief)
+            self.top.sort(key=lambda b: b.rank, reverse=True)  # stable: first seen first among equals
+            del self.top[TOP_KEPT:]
+
+
 @dataclass
 class ScanResult:
     scan_id: str
@@ -190,6 +240,16 @@ class ScanResult:
     interrupted: dict[str, Any] | None = None
     #: ``--dry-run``: the alerts the scan would have written.
     would_emit: list[dict[str, Any]] = field(default_factory=list)
+    #: Detections by severity, and the most severe ones (for the summary).
+    detections: DetectionTally = field(default_factory=DetectionTally)
+
+    @property
+    def detections_by_severity(self) -> dict[str, int]:
+        return self.detections.by_severity
+
+    @property
+    def top_detections(self) -> list[DetectionBrief]:
+        return self.detections.top
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -206,6 +266,7 @@ class ScanResult:
             # Failed sources and discovery errors together (what a dashboard counts as errors).
             "error_count": self.scanner_error_count + len(self.discovery_errors),
             "detection_count": self.detection_count,
+            "detections_by_severity": dict(self.detections.by_severity),
             "duration_s": round(self.duration_s, 6),
             "discovery_errors": self.discovery_errors,
             "recovered_window": self.recovered,
@@ -302,6 +363,7 @@ class Scanner:
         detector: Detector | None = None,
         progress: Callable[[str, int], None] | None = None,
         extra_events: ExtraEvents | None = None,
+        stream: StreamMemory | None = None,
     ) -> None:
         self.options = options
         self.detector = detector
@@ -309,7 +371,16 @@ class Scanner:
         self.extra_events = extra_events
         self.state: StateStore | None = None
         self.sink: JsonlSink | None = None
-        if not options.dry_run:
+        #: ``--log-path -``: cursors, fingerprints, reported blind spots and detection windows
+        #: of what this process wrote to stdout (the state on disk is never written).
+        #: A loop passes the same memory to each iteration's scanner.
+        self.stream: StreamMemory | None = None
+        if options.log_path == STDOUT_LOG:
+            self.stream = stream if stream is not None else StreamMemory()
+        if self.stream is not None:
+            if not options.dry_run and os.path.exists(options.state_path):
+                self.state = _read_only_state(options.state_path)
+        elif not options.dry_run:
             self.state = StateStore(options.state_path)
             # The local log: group-readable (a forwarder's group), in a directory it may traverse.
             self.sink = JsonlSink(
@@ -334,7 +405,8 @@ class Scanner:
         self._pending_windows: dict[str, bytes] = {}
         #: ``--dry-run``: the alerts the scan would have written (rule, severity, count, session).
         self.would_emit: list[dict[str, Any]] = []
-        if self.state is not None and not options.dry_run:
+        self._tally = DetectionTally()
+        if self.state is not None and not options.dry_run and self.stream is None:
             with self.state.transaction() as conn:
                 index_schema.ensure(conn)
                 index_schema.set_meta(conn, "log_path", os.path.abspath(options.log_path))
@@ -362,12 +434,14 @@ class Scanner:
 
     def _scan(self, sources: Sequence[Source], discovery_errors: Sequence[dict[str, str]]) -> ScanResult:
         opts = self.options
-        self._pending_windows = {}
+        self._tally = DetectionTally()
+        self._pending_windows = {} if self.stream is None else self.stream.windows
         self.would_emit = []
         started = time.monotonic()
         scan_id = uuid.uuid4().hex
         recovered = None
-        if self.state is not None and not opts.dry_run:
+        writes_state = not opts.dry_run and self.stream is None
+        if self.state is not None and writes_state:
             recovered = self.state.recover(self._recovered_commit)
         use_cursors = not (opts.backfill or opts.history_all)
         reset = self._state_reset(observed_at=utc_now()) if use_cursors else None
@@ -390,11 +464,13 @@ class Scanner:
         stop = self.stop
         interrupted_at: int | None = None
         removed = (self.state.meta_prefixed(REMOVED_PREFIX)
-                   if use_cursors and self.state is not None and not opts.dry_run else {})
+                   if use_cursors and self.state is not None and writes_state else {})
         for index, source in enumerate(selected):
             if stop.is_set():
                 interrupted_at = index
                 break
+            if self.progress is not None:
+                self.progress("start", index)
             faults.hit("source")
             report = SourceReport(kind=source.kind, client=source.client, path=source.path)
             reports.append(report)
@@ -412,7 +488,7 @@ class Scanner:
                 continue
             if self.detector is not None:
                 self.detector.prepare()  # a LazyDetector is built here, never inside a source's try
-            cursor = self.state.cursor(source.kind, source.path) if (self.state and use_cursors) else None
+            cursor = self._cursor(source, key) if use_cursors else None
             if REMOVED_PREFIX + key in removed:
                 # Back after it was reported removed (restored from a backup: a new inode).
                 # Its bytes decide whether the cursor still holds, not its identity; the
@@ -531,7 +607,7 @@ class Scanner:
         health.extend(self._alerts(scan_id, reports, errors, duration, observed))
         extra_commit: Callable[[Any], None] | None = None
         prune: list[str] = []
-        if interrupted_at is None and not opts.dry_run:
+        if interrupted_at is None and writes_state:
             if use_cursors and not opts.targeted and self.state is not None:
                 removed_docs, marks, prune = self._removed_sources(sources, observed)
                 health.extend(removed_docs)
@@ -561,6 +637,7 @@ class Scanner:
             dry_run=opts.dry_run,
             interrupted=interrupted,
             would_emit=list(self.would_emit) if opts.dry_run else [],
+            detections=self._tally,
         )
         if not opts.dry_run:
             # Everything still in the window, the health events and the summary itself.
@@ -608,10 +685,21 @@ class Scanner:
         ]
 
     # -- helpers -------------------------------------------------------------------
+    def _cursor(self, source: Source, key: str) -> bytes | None:
+        if self.stream is not None and key in self.stream.cursors:
+            return self.stream.cursors[key]
+        return self.state.cursor(source.kind, source.path) if self.state is not None else None
+
     def _fingerprints(self) -> dict[str, str]:
+        found = self._meta_map("fingerprints")
+        if self.stream is not None:
+            found.update(self.stream.fingerprints)
+        return found
+
+    def _meta_map(self, name: str) -> dict[str, str]:
         if self.state is None:
             return {}
-        raw = self.state.meta("fingerprints")
+        raw = self.state.meta(name)
         if not raw:
             return {}
         try:
@@ -622,15 +710,10 @@ class Scanner:
     def _reported_unsupported(self) -> dict[str, str]:
         """Unsupported sources already reported (source key -> reason, ``~reason`` when the
         source was read after all), from the state."""
-        if self.state is None:
-            return {}
-        raw = self.state.meta("unsupported")
-        if not raw:
-            return {}
-        try:
-            return msgspec.msgpack.decode(raw, type=dict[str, str])
-        except msgspec.DecodeError:
-            return {}
+        found = self._meta_map("unsupported")
+        if self.stream is not None:
+            found.update(self.stream.unsupported)
+        return found
 
     def _unsupported(
         self, window: _Window, report: SourceReport, source: Source, key: str, reason: str, reported: dict[str, str]
@@ -727,6 +810,8 @@ class Scanner:
         for item in items:
             report.quarantined += 1
             report.quarantine_reasons[item.reason] = report.quarantine_reasons.get(item.reason, 0) + 1
+            if len(report.skipped) < SKIPPED_KEPT:
+                report.skipped.append(item)
 
     def _encode_observations(self, observations: Sequence[Observation]) -> tuple[list[str], list[bytes]]:
         """Event ids and lines of a batch's observations (the scan's hot loop)."""
@@ -774,6 +859,11 @@ class Scanner:
             report.detections += len(detections)
         if self.options.dry_run:
             self.would_emit.extend(_would_emit(d) for d in detections)
+            for det in detections:
+                self._tally.add(DetectionBrief(
+                    severity=str(det.severity), score=float(det.score), title=str(det.title), rule_id=str(det.rule_id),
+                    client=str(det.client), session_id=det.session_id, count=int(getattr(det, "count", 1) or 1),
+                ))
             return
         observed = utc_now()
         out: list[Item] = []
@@ -787,6 +877,7 @@ class Scanner:
                 observed_at=observed,
             )
             document = self.detector.detection_document(det, base, self.options.content)
+            self._tally.add(_brief(document, det))
             out.append((det.detection_id, _encoder.encode(document)))
         if staged_windows:
             out.extend(_item(doc) for doc in self.detector.rollups(staged_windows, observed))
@@ -821,6 +912,8 @@ class Scanner:
         The previous window is settled first (its write awaited, its cursors committed).
         With ``wait``, this window is settled too before returning.
         """
+        if self.stream is not None and not self.options.dry_run:
+            return self.stream.write(window.lines, window.cursors, window.fingerprints, window.unsupported)
         if self.options.dry_run or self.state is None or self.sink is None or window.empty():
             if wait:
                 self._settle()
@@ -1019,6 +1112,32 @@ REMOVED_PREFIX = "removed:"
 REMOVED_RETENTION = 30 * 86_400.0
 
 
+class StreamMemory:
+    """What a ``--log-path -`` process has written to stdout, so that its next scan (watch,
+    ``--interval-seconds``) continues from there without writing the state."""
+
+    def __init__(self, out: Any = None) -> None:
+        self.out = out
+        self.cursors: dict[str, bytes] = {}
+        self.fingerprints: dict[str, str] = {}
+        self.unsupported: dict[str, str] = {}
+        #: Detection windows, newest per session (the scan's pending windows, kept).
+        self.windows: dict[str, bytes] = {}
+
+    def write(
+        self, lines: Sequence[bytes], cursors: dict[str, CursorUpdate], fingerprints: dict[str, str],
+        unsupported: dict[str, str],
+    ) -> int:
+        out = self.out or sys.stdout.buffer
+        if lines:
+            out.write(b"".join(line + b"\n" for line in lines))
+            out.flush()
+        self.cursors.update((key, update.cursor) for key, update in cursors.items())
+        self.fingerprints.update(fingerprints)
+        self.unsupported.update(unsupported)
+        return len(lines)
+
+
 class _QuarantineOverflow:
     """Quarantines of one source and run past the individually reported ones."""
 
@@ -1051,6 +1170,32 @@ def _would_emit(det: Any) -> dict[str, Any]:
         "first_seen": det.first_seen,
         "last_seen": det.last_seen,
     }
+
+
+def _brief(doc: dict[str, Any], det: Any) -> DetectionBrief:
+    """A detection as the summary lists it, from its event document: the values there are
+    redacted already and follow the content mode (with ``none`` no command, path or cwd)."""
+    telltale = doc.get("telltale") or {}
+    detection = telltale.get("detection") or {}
+    rule = doc.get("rule") or {}
+    where = (
+        (doc.get("process") or {}).get("command_line")
+        or (doc.get("file") or {}).get("path")
+        or (doc.get("url") or {}).get("full")
+        or detection.get("excerpt")
+    )
+    session = ((doc.get("gen_ai") or {}).get("conversation") or {}).get("id")
+    return DetectionBrief(
+        severity=str(detection.get("severity") or det.severity),
+        score=float(detection.get("score") or det.score or 0),
+        title=str(rule.get("name") or rule.get("id") or "detection"),
+        rule_id=str(rule.get("id") or ""),
+        client=str(telltale.get("client") or ""),
+        session_id=str(session) if session else None,
+        project=str(telltale["cwd"]) if telltale.get("cwd") else None,
+        where=str(where) if where else None,
+        count=int(getattr(det, "count", 1) or 1),
+    )
 
 
 def _reset_event(source: Source, restart: Restart) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from telltale.cli.clients import add_client_argument, check_names
 from telltale.cli.paths import (
     default_log_path,
     default_state_dir,
@@ -22,7 +23,7 @@ from telltale.discovery import DiscoveryOptions, DiscoveryResult, check_root, di
 from telltale.errors import UsageError
 from telltale.events.envelope import ContentMode
 from telltale.lock import LockHolder, writer_lock
-from telltale.pipeline import WINDOW_BYTES, Detector, Scanner, ScanOptions
+from telltale.pipeline import STDOUT_LOG, WINDOW_BYTES, Detector, Scanner, ScanOptions, StreamMemory
 from telltale.placement import check_write_paths
 from telltale.state import check_state_file, state_errors
 
@@ -50,9 +51,7 @@ def add_discovery_arguments(parser: argparse.ArgumentParser) -> None:
         help="'.' (default) resolves stores from this host's environment; a directory is treated as a home "
         "directory or a fixture tree",
     )
-    parser.add_argument(
-        "--client", action="append", metavar="ID", help="only these clients or source kinds (repeatable)"
-    )
+    add_client_argument(parser)
     parser.add_argument(
         "--project-config",
         action="append",
@@ -63,21 +62,34 @@ def add_discovery_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     add_discovery_arguments(parser)
-    parser.add_argument("--log-path", help="JSONL event log (default: $TELLTALE_LOG_PATH or the user state dir)")
+    parser.add_argument(
+        "--log-path",
+        help="JSONL event log (default: $TELLTALE_LOG_PATH, else the jsonl output of the outputs file, else "
+        "events.jsonl in the user state dir). '-' writes the events to stdout and the summary to stderr; it "
+        "reads the state but writes none: no cursor advances (the next scan reads the same records again), "
+        "nothing is queued for remote outputs, nothing is indexed",
+    )
     parser.add_argument("--state-path", help="state database (default: $TELLTALE_STATE_PATH or the user state dir)")
     parser.add_argument(
         "--content",
         choices=ContentMode.ALL,
         default=ContentMode.REDACTED,
-        help="text carried by activity events: none (ids, sizes, hashes), redacted (default), full (bounded, "
-        "still redacted)",
+        help="what activity events carry. none: ids, names, sizes and hashes only (no command, path, URL or "
+        "text); redacted (default): commands, paths, URLs, tool arguments and cwd, redacted and cut to 2,048 "
+        "characters, but message and tool-output text only as length and hash; full: that plus message and "
+        "tool-output text, redacted and cut to 8,192 characters",
     )
     parser.add_argument("--dry-run", action="store_true", help="read and summarise; write nothing")
     parser.add_argument(
         "--allow-fixtures", action="store_true", help="allow an emitting scan of a checked-in fixture tree"
     )
-    parser.add_argument("--log-rotate-max-size", type=_size, default=100 << 20, metavar="SIZE")
-    parser.add_argument("--log-rotate-keep", type=int, default=5, metavar="N")
+    parser.add_argument(
+        "--log-rotate-max-size", type=_size, default=100 << 20, metavar="SIZE",
+        help="rotate the JSONL log when it would grow past SIZE (e.g. 100M, 1G; default 100M)",
+    )
+    parser.add_argument(
+        "--log-rotate-keep", type=int, default=5, metavar="N", help="rotated log files kept (default 5)"
+    )
     parser.add_argument(
         "--log-group",
         metavar="GROUP",
@@ -99,7 +111,8 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=30.0,
         metavar="S",
-        help="after each scan, deliver queued events to remote outputs for at most S seconds",
+        help="after each scan, deliver queued events to remote outputs for at most S seconds (default 30); "
+        "what is not delivered stays queued for the next run or `telltale delivery run`",
     )
     parser.add_argument("--json", action="store_true", help="print the scan summary as JSON")
     # Size of a write window in bytes of events; small values exercise crash recovery in tests.
@@ -134,11 +147,25 @@ def sigma_ruleset(
     return ruleset
 
 
+def add_threshold_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scanner-error-threshold", type=int, default=10, metavar="N",
+        help="raise a scanner_error_threshold_exceeded alert when N or more sources fail in one scan "
+        "(default 10; 0: never)",
+    )
+    parser.add_argument(
+        "--scan-duration-threshold-seconds", type=float, default=300.0, metavar="S",
+        help="raise a scan_duration_threshold_exceeded alert when a scan takes longer than S seconds "
+        "(default 300; 0: never)",
+    )
+
+
 def discovery_options(args: argparse.Namespace) -> DiscoveryOptions:
+    clients = check_names(args.client or ())
     check_root(args.root)
     return DiscoveryOptions(
         root=args.root,
-        clients=tuple(args.client or ()),
+        clients=clients,
         project_configs=tuple(args.project_config or ()),
     )
 
@@ -217,12 +244,19 @@ def load_delivery(args: argparse.Namespace) -> Delivery:
     return Delivery.load(getattr(args, "outputs", None), roots_from_args(args))
 
 
+def is_stdout_log(args: argparse.Namespace) -> bool:
+    """``--log-path -``: events to stdout, nothing written to the state."""
+    return bool(getattr(args, "log_path", None) == STDOUT_LOG)
+
+
 def scan_options(args: argparse.Namespace, delivery: Delivery | None = None, **extra: Any) -> ScanOptions:
     """The scan's options. The local log's path and rotation come from flags, environment and
-    config.yaml only; outputs (a ``jsonl`` one included) are fed from the outbox."""
+    config.yaml only; outputs (a ``jsonl`` one included) are fed from the outbox. ``--log-path -``
+    and ``--history all`` feed no output (DECISIONS "Outputs and the local log")."""
     profile = getattr(args, "profile", None) or "user"
-    log_path = os.path.abspath(os.path.expanduser(args.log_path or profile_log_path(profile)))
-    feed = delivery is not None and not args.dry_run
+    stream = is_stdout_log(args)
+    log_path = STDOUT_LOG if stream else os.path.abspath(os.path.expanduser(args.log_path or profile_log_path(profile)))
+    feed = delivery is not None and not (args.dry_run or stream or extra.get("history_all"))
     if feed:
         assert delivery is not None
         delivery.check_paths(log_path)
@@ -269,7 +303,7 @@ def checked_discovery(args: argparse.Namespace, options: ScanOptions) -> Discove
             f"{args.root} is a checked-in fixture tree; an emitting scan of it needs --allow-fixtures "
             "(or use --dry-run)"
         )
-    if not options.dry_run:
+    if not options.dry_run and options.log_path != STDOUT_LOG:
         stores = [r.path for r in result.store_roots]
         stores += result.pending_roots  # where a store may appear (and a watch looks)
         stores += sorted({os.path.dirname(s.path) for s in result.sources})
@@ -297,13 +331,14 @@ def make_scanner(
     *,
     progress: Callable[[str, int], None] | None = None,
     extra_events: Any = None,
+    stream: StreamMemory | None = None,
 ) -> Scanner:
     not_loaded = _not_loaded(detector)
     if not_loaded:
         from telltale.detect.sigma.health import not_loaded_hook
 
         extra_events = not_loaded_hook(not_loaded, extra_events)
-    return Scanner(options, detector=detector, progress=progress, extra_events=extra_events)
+    return Scanner(options, detector=detector, progress=progress, extra_events=extra_events, stream=stream)
 
 
 def is_tty(stream: Any = None) -> bool:

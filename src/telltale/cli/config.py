@@ -108,7 +108,10 @@ def _without_nulls(value: Any) -> Any:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("config", help="check configuration files")
+    parser = subparsers.add_parser(
+        "config", help="check configuration files",
+        description="Check Telltale's configuration files and show what a run would use.",
+    )
     sub = parser.add_subparsers(dest="config_command", metavar="SUBCOMMAND", required=True)
     p = sub.add_parser(
         "validate",
@@ -119,7 +122,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--outputs", metavar="FILE", help="read only this outputs file (default: every root's "
                    "outputs.yaml and outputs.d/*.yaml)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the effective configuration as JSON")
     p.add_argument("--rules", action="append", default=[], metavar="FILE", help="extra rule file (repeatable)")
     p.add_argument("--allowlist", action="append", default=[], metavar="FILE", help="allowlist file (repeatable)")
     p.add_argument("--no-default-rules", action="store_true", help="leave out the default pack")

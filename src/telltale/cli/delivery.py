@@ -149,7 +149,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("delivery", help="remote outputs: queue status, unblock, deliver now")
+    parser = subparsers.add_parser(
+        "delivery", help="remote outputs: queue status, unblock, deliver now",
+        description="Look at and drive the outbox that feeds the remote outputs (OTLP, Splunk HEC, "
+        "Elasticsearch). Scans deliver by themselves; these commands are for when an output was down or "
+        "refused the credentials.",
+    )
     sub = parser.add_subparsers(dest="delivery_command", metavar="SUBCOMMAND", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -158,20 +163,33 @@ def register(subparsers: Any) -> None:
                        help="outputs file (default: every root's outputs.yaml and outputs.d/*.yaml)")
         add_config_root_arguments(p)
 
-    p = sub.add_parser("status", help="per-output queue counts and state")
+    p = sub.add_parser(
+        "status", help="per-output queue counts and state",
+        description="Per output: events pending, retrying, blocked and dead, delivered in total, the oldest queued "
+        "event, and whether it is blocked (and why) or backing off. Read only.",
+    )
     common(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(handler=_status)
 
-    p = sub.add_parser("retry-blocked", help="lift an output's block after fixing its credentials or endpoint")
+    p = sub.add_parser(
+        "retry-blocked", help="lift an output's block after fixing its credentials or endpoint",
+        description="An output that refused the credentials or the endpoint is blocked: nothing is sent to it "
+        "until this command lifts the block. Its queued events are then delivered by the next scan or "
+        "`telltale delivery run`.",
+    )
     common(p)
     p.add_argument("--sink", required=True, metavar="NAME", help="the output's name in the outputs file")
     add_wait_lock_argument(p)
     p.set_defaults(handler=_retry_blocked)
 
-    p = sub.add_parser("run", help="deliver what is due now, once")
+    p = sub.add_parser(
+        "run", help="deliver what is due now, once",
+        description="Deliver the queued events that are due to the remote outputs, once, and print what was "
+        "sent, retried and rejected per output.",
+    )
     common(p)
-    p.add_argument("--sink", action="append", metavar="NAME", help="only this output (repeatable)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--sink", action="append", metavar="NAME", help="only this output (repeatable; default: all)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_wait_lock_argument(p)
     p.set_defaults(handler=_run)

@@ -9,7 +9,14 @@ from telltale.cli import readside
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("detections", help="detections, newest first, with their evidence")
+    p = sub.add_parser(
+        "detections",
+        help="detections, newest first, with their evidence",
+        description=(
+            "Detections from the local index, newest first, with severity, rule, client, session, project and "
+            "redacted evidence."
+        ),
+    )
     readside.add_paths(p)
     readside.add_filters(p)
     readside.add_output(p, limit=100)
@@ -19,8 +26,9 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from telltale.index.detections import list_detections
 
-    filters = readside.filters_of(args)
+    filters = readside.filters_of(args)  # a bad --since is reported before a missing index
     conn = readside.open_index(args)
+    filters = readside.with_clients(filters, args, conn)
     try:
         rows = list_detections(conn, filters, args.limit or None)
     finally:

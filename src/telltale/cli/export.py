@@ -33,8 +33,12 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("export-template", help="print a backend template (elastic index template)")
-    p.add_argument("kind", choices=sorted(TEMPLATES))
+    p = subparsers.add_parser(
+        "export-template", help="print a backend template (elastic index template)",
+        description="Print a template a backend needs before it receives Telltale events (the Elasticsearch "
+        "index template mapping Telltale's fields).",
+    )
+    p.add_argument("kind", choices=sorted(TEMPLATES), help="which template: " + ", ".join(sorted(TEMPLATES)))
     p.add_argument("--index-pattern", action="append", metavar="PATTERN",
                    help="index patterns instead of telltale-* (repeatable)")
     p.set_defaults(handler=_export)

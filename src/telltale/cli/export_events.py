@@ -15,9 +15,15 @@ FORMATS = ("jsonl", "elastic-bulk", "summary", "timeline")
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "export", help="the event log filtered and deduplicated (jsonl, elastic-bulk, summary, timeline)"
+        "export", help="the event log filtered and deduplicated (jsonl, elastic-bulk, summary, timeline)",
+        description="Read the event log (and its rotated files), keep the events the filters select, drop "
+        "duplicates by event id and write them to stdout.",
     )
-    p.add_argument("--format", choices=FORMATS, default="jsonl")
+    p.add_argument(
+        "--format", choices=FORMATS, default="jsonl",
+        help="jsonl (default): the events as logged; elastic-bulk: an Elasticsearch _bulk body; summary: counts; "
+        "timeline: one line per event",
+    )
     readside.add_paths(p)
     readside.add_filters(p)
     p.add_argument("--rule", action="append", metavar="ID", help="only detections of these rules (repeatable)")
@@ -25,7 +31,10 @@ def register(sub: Any) -> None:
         "--dataset", action="append", metavar="NAME",
         help="only these datasets: activity, detection, health, inventory (repeatable)",
     )  # fmt: skip
-    p.add_argument("--index", default="telltale-events", help="elastic-bulk: the target index or data stream")
+    p.add_argument(
+        "--index", default="telltale-events",
+        help="elastic-bulk: the target index or data stream (default telltale-events)",
+    )  # fmt: skip
     p.set_defaults(handler=run)
 
 
@@ -38,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         conn = readside.open_index(args)
     except Exception:
         conn = None  # no index is needed to export: only to find the log
+    filters = readside.with_clients(filters, args, conn)
     log_path = readside.log_path_of(args, conn)
     if conn is not None:
         conn.close()

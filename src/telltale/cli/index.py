@@ -10,9 +10,16 @@ from telltale.cli import readside
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("index", help="the local index the read commands answer from")
+    p = sub.add_parser(
+        "index", help="the local index the read commands answer from",
+        description="The local index (in the state database) that status, sessions, show, detections and usage "
+        "answer from. Scans keep it up to date; rebuild it after restoring or moving a log.",
+    )
     inner = p.add_subparsers(dest="index_command", metavar="ACTION", required=True)
-    r = inner.add_parser("rebuild", help="rebuild the index from the log (and its rotated files)")
+    r = inner.add_parser(
+        "rebuild", help="rebuild the index from the log (and its rotated files)",
+        description="Drop the index and build it again from the JSONL log and its rotated files.",
+    )
     readside.add_paths(r)
     r.add_argument(
         "--wait-lock", type=float, default=0.0, metavar="SECONDS",

@@ -8,6 +8,7 @@ loads only the one command module asked for.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sqlite3
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
+from telltale.cli.clients import add_client_argument, read_side_clients
 from telltale.cli.paths import PROFILES, profile_log_path, profile_state_path
 from telltale.index.filters import Filters
 
@@ -28,14 +30,18 @@ def add_paths(parser: argparse.ArgumentParser) -> None:
                         "(the host service's)")
 
 
-def add_filters(parser: argparse.ArgumentParser, *, severity: bool = True, session: bool = True) -> None:
+def add_filters(
+    parser: argparse.ArgumentParser, *, severity: bool = True, session: bool = True, since: str | None = None
+) -> None:
     group = parser.add_argument_group("filters")
     group.add_argument(
-        "--since", metavar="WHEN", help="from: today, yesterday, 7d, 12h, 2026-03-01, 20260301, ISO time"
+        "--since", metavar="WHEN", default=since,
+        help="from: today, yesterday, 7d, 12h, 2026-03-01, 20260301, ISO time"
+        + (f" (default {since})" if since else " (default: no limit)"),
     )
     group.add_argument("--until", metavar="WHEN", help="to (a date includes its whole day)")
     group.add_argument("--timezone", metavar="TZ", help="days in this IANA zone (default: the local zone, $TZ)")
-    group.add_argument("--client", action="append", metavar="ID", help="only these agents (repeatable)")
+    add_client_argument(group)
     group.add_argument("--project", metavar="TEXT", help="only projects whose path contains TEXT (or its hash)")
     if session:
         group.add_argument("--session", metavar="PREFIX", help="only the session whose id starts with PREFIX")
@@ -50,6 +56,7 @@ def add_output(parser: argparse.ArgumentParser, *, limit: int | None = None) -> 
 
 
 def filters_of(args: argparse.Namespace) -> Filters:
+    """The filter flags, ``--client`` names not resolved yet (see :func:`with_clients`)."""
     return Filters.build(
         since=getattr(args, "since", None),
         until=getattr(args, "until", None),
@@ -59,6 +66,20 @@ def filters_of(args: argparse.Namespace) -> Filters:
         severity=getattr(args, "severity", None),
         timezone=getattr(args, "timezone", None),
     )
+
+
+def with_clients(filters: Filters, args: argparse.Namespace, conn: sqlite3.Connection | None) -> Filters:
+    """``--client`` names resolved against the index ``conn``: names it knows pass at once,
+    a source kind becomes its client, a name nobody knows is a usage error."""
+    if not filters.clients:
+        return filters
+    indexed: list[str] = []
+    if conn is not None:
+        try:
+            indexed = [row[0] for row in conn.execute("SELECT DISTINCT client FROM ix_sessions")]
+        except sqlite3.Error:
+            indexed = []
+    return dataclasses.replace(filters, clients=read_side_clients(filters.clients, indexed))
 
 
 def state_path_of(args: argparse.Namespace) -> str:

@@ -20,7 +20,11 @@ _CONTENT_HELP = (
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("report", help="one self-contained HTML page: overview, sessions, timelines, detections")
+    p = sub.add_parser(
+        "report", help="one self-contained HTML page: overview, sessions, timelines, detections",
+        description="Write one self-contained HTML page from the local index: an overview, the sessions, each "
+        "session's timeline and the detections; everything in it is redacted.",
+    )
     p.add_argument("-o", "--output", required=True, metavar="FILE.html", help="where to write the page ('-': stdout)")
     p.add_argument("--content", choices=("none", "redacted", "log", "full"), default="log", help=_CONTENT_HELP)
     p.add_argument("--force", action="store_true", help="replace FILE.html if it exists")
@@ -45,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--output {target}: its directory does not exist")
     filters = readside.filters_of(args)
     conn = readside.open_index(args)
+    filters = readside.with_clients(filters, args, conn)  # the same --client as every command
     try:
         options = Options(
             content=args.content, store_text=args.content == "full", log_path=readside.log_path_of(args, conn),

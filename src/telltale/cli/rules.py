@@ -49,19 +49,29 @@ def register(subparsers: Any) -> None:
 
     p_list = sub.add_parser(
         "list", help="list the effective pack's rules and sequences (id, kind, severity, category, enabled, "
-        "origin, title)")
+        "origin, title)",
+        description="List the rules and sequences a scan would run: the default pack, --rules files, Sigma rules "
+        "and the tuning (overrides, policies) of the configuration roots.")
     _pack_arguments(p_list)
     p_list.add_argument("--json", action="store_true", help="one JSON object per line")
     p_list.set_defaults(handler=run_list)
 
-    p_show = sub.add_parser("show", help="show one rule or sequence of the effective pack, with its tuning")
-    p_show.add_argument("rule_id", metavar="ID")
+    p_show = sub.add_parser(
+        "show", help="show one rule or sequence of the effective pack, with its tuning",
+        description="Show one rule or sequence of the effective pack as a scan would run it, with the overrides "
+        "and policies that changed it and where they came from.",
+    )
+    p_show.add_argument("rule_id", metavar="ID", help="the rule's or sequence's id (see `telltale rules list`)")
     _pack_arguments(p_show)
     p_show.add_argument("--json", action="store_true", help="as one JSON object")
     p_show.set_defaults(handler=run_show)
 
-    p_val = sub.add_parser("validate", help="check rule files; print located errors; exit 1 on error")
-    p_val.add_argument("files", nargs="*", metavar="FILE")
+    p_val = sub.add_parser(
+        "validate", help="check rule files; print located errors; exit 1 on error",
+        description="Check rule files against the rule schema and compile their patterns; every error is "
+        "printed with its file and line.",
+    )
+    p_val.add_argument("files", nargs="*", metavar="FILE", help="rule YAML files (none: only --sigma rules)")
     p_val.add_argument("--no-default-rules", action="store_true", help="do not resolve names against the default pack")
     add_sigma_argument(p_val)
     p_val.set_defaults(handler=run_validate)
@@ -70,8 +80,11 @@ def register(subparsers: Any) -> None:
         "test",
         help="run the cases embedded in rule files (no FILE: every case of the effective pack), or run the "
         "effective pack over one session file (--transcript)",
+        description="Run the positive and negative cases written in rule files (no FILE: every case of the "
+        "effective pack); exit 1 when one fails. With --transcript, print what the effective pack matches in one "
+        "session file.",
     )
-    p_test.add_argument("files", nargs="*", metavar="FILE")
+    p_test.add_argument("files", nargs="*", metavar="FILE", help="rule YAML files with test cases")
     p_test.add_argument("--transcript", metavar="FILE",
                         help="a session file of any supported agent: print what the effective pack matches in it")
     p_test.add_argument("--kind", metavar="KIND",
@@ -81,8 +94,13 @@ def register(subparsers: Any) -> None:
     p_test.add_argument("--verbose", "-v", action="store_true", help="print passing cases too")
     p_test.set_defaults(handler=run_test)
 
-    p_exp = sub.add_parser("export-default", help="write the default rule pack's YAML files to DIR")
-    p_exp.add_argument("directory", nargs="?", default=".", metavar="DIR")
+    p_exp = sub.add_parser(
+        "export-default", help="write the default rule pack's YAML files to DIR",
+        description="Write the default rule pack's YAML files to DIR, to read or to start your own pack from. "
+        "Scans keep loading the default pack: to run an edited copy instead, pass it with --rules and add "
+        "--no-default-rules (otherwise both run and each rule fires twice).",
+    )
+    p_exp.add_argument("directory", nargs="?", default=".", metavar="DIR", help="where to write (default: .)")
     p_exp.add_argument("--force", action="store_true", help="overwrite existing files")
     p_exp.set_defaults(handler=run_export)
 
@@ -315,6 +333,12 @@ def run_export(args: argparse.Namespace) -> int:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
         print(path)
+    rules = " ".join(f"--rules {path}" for path, _text in targets)
+    print(
+        f"telltale: wrote {len(targets)} rule files. Scans still load the default pack; to run your edited copy "
+        f"instead of it: telltale scan --no-default-rules {rules}",
+        file=sys.stderr,
+    )
     return 0
 
 

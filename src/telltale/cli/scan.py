@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime as dt
 import os
+import shlex
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 
 from telltale.cli.common import (
     add_scan_arguments,
+    add_threshold_arguments,
     add_wait_lock_argument,
     checked_discovery,
+    default_log_path,
+    is_stdout_log,
     is_tty,
     load_delivery,
     load_detector,
@@ -27,7 +34,7 @@ from telltale.delivery import deliver_after_scan
 from telltale.errors import StateLocked, UsageError
 from telltale.events.redaction import redact, redact_document
 from telltale.exitcodes import ExitCode
-from telltale.pipeline import ScanResult
+from telltale.pipeline import STDOUT_LOG, ScanResult, StreamMemory
 
 
 def register(sub: Any) -> None:
@@ -49,18 +56,33 @@ def register(sub: Any) -> None:
         "--history",
         choices=("incremental", "all"),
         default="incremental",
-        help="'all' reads every source from its earliest record and never reads or writes scan state",
+        help="incremental (default): only what is new since the last scan; all: every source from its earliest "
+        "record, never reading or writing scan state and queueing nothing for remote outputs",
     )
     parser.add_argument(
         "--install-inventory-interval-seconds",
         type=float,
         default=86_400.0,
         metavar="S",
-        help="take the installed-agent inventory at most this often (0: every scan); emitted only on change",
+        help="take the installed-agent inventory at most this often (default 86400, a day; 0: every scan); "
+        "emitted only on change",
     )
     parser.add_argument("--install-inventory-disabled", action="store_true", help="never take the inventory")
-    parser.add_argument("--scanner-error-threshold", type=int, default=10, metavar="N")
-    parser.add_argument("--scan-duration-threshold-seconds", type=float, default=300.0, metavar="S")
+    add_threshold_arguments(parser)
+    parser.add_argument(
+        "--verbose", "-v", action="store_true",
+        help="after the summary, list every store read this run (client, path, status, records, events, "
+        "detections, skipped, bytes)",
+    )
+    parser.add_argument(
+        "--fail-on-delivery", action="store_true",
+        help="exit 3 when a remote output failed or is blocked (without it the run exits 0 and the failure is in "
+        "the summary and a sink_delivery_failure health event)",
+    )
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="exit 3 on any warning: skipped records, failed stores, discovery issues, failing outputs",
+    )
     add_wait_lock_argument(parser, loop=True)
     add_scan_arguments(parser)
     configurable(parser, "scan")  # every flag above is also a config.yaml key and a TELLTALE_<KEY>
@@ -75,6 +97,8 @@ class _Stop:
         self.event = threading.Event()
         self.scanner: Any = None
         self.signum: int | None = None
+        #: ``--log-path -``: what this process has written, kept across loop iterations.
+        self.stream = StreamMemory()
 
     def install(self) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -118,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         scanner_error_threshold=args.scanner_error_threshold,
         scan_duration_threshold_seconds=args.scan_duration_threshold_seconds,
     )
+    _warn_history_into_log(args, options.log_path)
     detector = load_detector(args)
     stop = _Stop()
     stop.install()
@@ -152,13 +177,16 @@ def _one_scan(
     stop_waiting: Any = None,
 ) -> int:
     discovery = checked_discovery(args, options)
-    with state_lock(options.state_path, _command(args), dry_run=options.dry_run, wait=wait, stop=stop_waiting):
+    # ``--log-path -`` writes no state: like a dry run, it takes no lock.
+    lockless = options.dry_run or is_stdout_log(args)
+    with state_lock(options.state_path, _command(args), dry_run=lockless, wait=wait, stop=stop_waiting):
         return _locked_scan(args, options, detector, delivery, discovery, stop)
 
 
 def _locked_scan(
     args: argparse.Namespace, options: Any, detector: Any, delivery: Any, discovery: Any, stop: _Stop
 ) -> int:
+    started = dt.datetime.now()
     for issue in discovery.errors:
         print(redact(f"telltale: discovery: {issue.reason}: {issue.path}"), file=sys.stderr)
     if not discovery.sources and not discovery.errors:
@@ -170,8 +198,11 @@ def _locked_scan(
     errors = [{"reason": i.reason, "path_hash": _hash(i.path)} for i in discovery.errors]
     show_progress = not args.json and is_tty(sys.stderr) and bool(discovery.sources)
     extra = _inventory_hook(args)
-    progress = _Progress(discovery.sources) if show_progress else None
-    scanner = make_scanner(options, detector, extra_events=extra, progress=progress.tick if progress else None)
+    selected = discovery.sources if args.max_sources is None else discovery.sources[: args.max_sources]
+    progress = _Progress(selected) if show_progress else None
+    scanner = make_scanner(
+        options, detector, extra_events=extra, progress=progress.tick if progress else None, stream=stop.stream
+    )
     stop.scanner = scanner
     if stop.event.is_set():
         scanner.stop_signal = signal.Signals(stop.signum or signal.SIGINT).name
@@ -184,18 +215,24 @@ def _locked_scan(
             result = scanner.scan(discovery.sources, discovery_errors=errors)
         delivered: dict[str, Any] = {}
         if options.remote_sinks and result.interrupted is None:
-            delivered = deliver_after_scan(delivery, scanner, options.state_path, seconds=args.delivery_seconds)
+            with _delivering(delivery.names, args.delivery_seconds, show=show_progress):
+                delivered = deliver_after_scan(
+                    delivery, scanner, options.state_path, seconds=args.delivery_seconds, stop=stop.event.is_set
+                )
     finally:
         stop.scanner = None
         scanner.close()
-    _print_summary(result, as_json=args.json or not is_tty(sys.stdout), delivery=delivered)
+    from telltale.cli.summary import RunInfo  # rich is imported once there is something to show
+
+    out = sys.stderr if is_stdout_log(args) else sys.stdout  # stdout carries the events
+    info = RunInfo(
+        log_path=options.log_path, content=options.content, delivery=delivered,
+        delivery_seconds=args.delivery_seconds, verbose=args.verbose,
+        at=started if args.interval_seconds is not None else None,
+    )
+    _print_summary(result, info, as_json=args.json or not is_tty(out), out=out)
     if result.interrupted is not None:
-        done, total = result.interrupted["sources_done"], result.interrupted["sources_total"]
-        print(
-            f"telltale: interrupted after {done}/{total} stores; everything written is committed; "
-            "run the same command to continue",
-            file=sys.stderr,
-        )
+        _say(_interrupted_line(result, options))
         return _INTERRUPTED_EXIT.get(result.interrupted["signal"], ExitCode.SIGINT)
     if discovery.errors and not discovery.sources:
         # Nothing usable, only rejected or unreadable candidates: the run could not do its job.
@@ -205,11 +242,83 @@ def _locked_scan(
             file=sys.stderr,
         )
         return ExitCode.FAILED
+    return _exit_code(args, result, discovery, delivered)
+
+
+def _exit_code(args: argparse.Namespace, result: ScanResult, discovery: Any, delivered: dict[str, Any]) -> int:
+    """0, or 3 with ``--fail-on-delivery`` (an output failed) or ``--strict`` (any warning)."""
+    failing = bool(delivered.get("failing_outputs"))
+    if failing and (args.fail_on_delivery or args.strict):
+        return ExitCode.WARNINGS
+    warned = result.quarantined_count or result.scanner_error_count or discovery.errors
+    if args.strict and warned:
+        return ExitCode.WARNINGS
     return ExitCode.OK
 
 
+def _interrupted_line(result: ScanResult, options: Any) -> str:
+    """What an interrupted run committed and how to continue."""
+    from telltale.cli.summary import count, shown
+
+    assert result.interrupted is not None
+    total = max(int(result.interrupted["sources_total"]), len(result.sources))
+    left = total - len(result.sources)
+    where = "stdout" if options.log_path == STDOUT_LOG else shown(options.log_path)
+    written = (
+        "nothing written (dry run)" if result.dry_run
+        else f"{result.emitted_count:,} events written to {where} and committed"
+    )
+    again = "telltale " + " ".join(shlex.quote(word) for word in sys.argv[1:]) if sys.argv[1:] else "the same command"
+    return redact(
+        f"telltale: interrupted ({result.interrupted['signal']}): {written}; {count(left, 'store')} of {total} "
+        f"not reached; run `{again}` to continue where it stopped"
+    )
+
+
+def _say(line: str) -> None:
+    """A line on stderr; on a terminal wrapped at words (a command in it stays readable)."""
+    if not is_tty(sys.stderr):
+        print(line, file=sys.stderr)
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    Console(stderr=True).print(Text(line))
+
+
+@contextlib.contextmanager
+def _delivering(names: Any, seconds: float, *, show: bool) -> Iterator[None]:
+    """A visible wait while delivery runs (a terminal only): the run is not stuck."""
+    if not show or not names:
+        yield
+        return
+    from rich.console import Console
+
+    label = ", ".join(names)
+    with Console(stderr=True).status(
+        redact(f"delivering to {label}… up to {seconds:g}s (Ctrl-C skips; events stay queued)")
+    ):
+        yield
+
+
+def _warn_history_into_log(args: argparse.Namespace, log_path: str) -> None:
+    """``--backfill`` and ``--history all`` append every record again: say so when that is
+    the production log (not one named on the command line for this purpose, not stdout)."""
+    if args.dry_run or is_stdout_log(args) or not (args.backfill or args.history == "all"):
+        return
+    if args.log_path and os.path.abspath(os.path.expanduser(args.log_path)) != os.path.abspath(default_log_path()):
+        return
+    flag = "--backfill" if args.backfill else "--history all"
+    print(
+        redact(f"telltale: warning: {flag} appends every record again to the production log {log_path} ")
+        + "(same event ids: deduplicate on event.id downstream); to read history without touching it, use "
+        "--log-path FILE or --log-path - (stdout)",
+        file=sys.stderr,
+    )
+
+
 def _inventory_hook(args: argparse.Namespace) -> Any:
-    if args.dry_run or args.backfill or args.history == "all":
+    if args.dry_run or args.backfill or args.history == "all" or is_stdout_log(args):
         return None
     from telltale.inventory.scan_hook import inventory_hook
 
@@ -223,29 +332,64 @@ def _hash(path: str) -> str:
 
 
 class _Progress:
-    """A progress bar over sources and bytes, on a terminal only (stderr)."""
+    """Progress on stderr (a terminal only): stores done/total, MB covered/total, rate, time
+    left, and the store being read. A store skipped as unchanged counts as covered."""
 
     def __init__(self, sources: Any) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
-
-        total_bytes = 0
-        for src in sources:
-            try:
-                total_bytes += os.stat(src.path).st_size
-            except OSError:
-                continue
-        self._bar = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed:.0f}/{task.total:.0f}"),
-            DownloadColumn(),
-            TimeElapsedColumn(),
-            transient=True,
-            console=Console(stderr=True),
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
         )
-        self._sources = self._bar.add_task("sources", total=len(sources))
-        self._bytes = self._bar.add_task("bytes", total=total_bytes)
+        from rich.text import Text
+
+        self._sources = list(sources)
+        self._sizes = [_stat_size(src.path) for src in self._sources]
+        self._before = [0]
+        for n in self._sizes:
+            self._before.append(self._before[-1] + n)
+        self._current: Any = None
+        self._ticked = 0
+        self._index = 0
+        console = Console(stderr=True)
+        owner = self
+
+        class _Bar(Progress):
+            def get_renderables(self) -> Any:
+                yield from super().get_renderables()
+                yield owner._reading(console.width, Text)
+
+        self._bar: Any = _Bar(
+            TextColumn("{task.fields[stores]}"),
+            BarColumn(bar_width=None),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            transient=True,
+            console=console,
+            expand=True,
+        )
+        self._task = self._bar.add_task("scan", total=self._before[-1], stores=self._stores_field())
+
+    def _stores_field(self) -> str:
+        return f"{self._index}/{len(self._sources)} stores"
+
+    def _reading(self, width: int, text: Any) -> Any:
+        src = self._current
+        if src is None:
+            return text("")
+        from telltale.cli.summary import shown
+
+        head = f"reading {src.client}: "
+        path = shown(src.path)
+        room = max(width - len(head) - 1, 10)
+        if len(path) > room:
+            path = "…" + path[-(room - 1):]
+        return text(head + path, no_wrap=True, overflow="ellipsis", style="dim")
 
     def __enter__(self) -> _Progress:
         self._bar.start()
@@ -255,40 +399,42 @@ class _Progress:
         self._bar.stop()
 
     def tick(self, kind: str, amount: int) -> None:
-        self._bar.advance(self._sources if kind == "source" else self._bytes, amount)
+        if kind == "start":  # the pipeline starts store ``amount``: every store before it is covered
+            self._index = min(amount, len(self._sources))
+            self._current = self._sources[self._index] if self._index < len(self._sources) else None
+            self._ticked = 0
+            self._bar.update(self._task, completed=self._before[self._index], stores=self._stores_field())
+        elif kind == "bytes" and self._current is not None:
+            room = self._sizes[self._index] - self._ticked
+            step = max(min(amount, room), 0)
+            self._ticked += step
+            self._bar.advance(self._task, step)
+        elif kind == "source":
+            self._bar.update(self._task, completed=self._before[min(self._index + 1, len(self._sources))],
+                             stores=f"{min(self._index + 1, len(self._sources))}/{len(self._sources)} stores")
 
 
-def _print_summary(result: ScanResult, *, as_json: bool, delivery: dict[str, Any] | None = None) -> None:
-    summary = result.as_dict()
-    if delivery:
-        summary["delivery"] = delivery
-    summary = redact_document(summary)  # what is printed passes the same redactor as events
+def _stat_size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _print_summary(result: ScanResult, info: Any, *, as_json: bool, out: Any) -> None:
     if as_json:
-        sys.stdout.write(msgspec.json.encode(summary).decode() + "\n")
+        summary = result.as_dict()
+        if info.delivery:
+            summary["delivery"] = info.delivery
+        summary = redact_document(summary)  # what is printed passes the same redactor as events
+        out.write(msgspec.json.encode(summary).decode() + "\n")
         return
     from rich.console import Console
-    from rich.table import Table
 
-    console = Console()
-    table = Table(title="telltale scan" + (" (dry run)" if result.dry_run else ""))
-    for col in ("kind", "status", "records", "observations", "detections", "quarantined", "bytes"):
-        table.add_column(col, justify="right" if col not in ("kind", "status") else "left")
-    for src in summary["sources"]:
-        detail = src.get("error") or src.get("reason")
-        status = src["status"] + (f" ({detail})" if detail else "")
-        table.add_row(
-            src["kind"],
-            status,
-            str(src["records_read"]),
-            str(src["observations"]),
-            str(src["detections"]),
-            str(src["quarantined"]),
-            str(src["bytes_read"]),
-        )
-    console.print(table)
-    console.print(
-        f"emitted {summary['emitted_count']} events, {summary['detection_count']} detections, "
-        f"{summary['quarantined_count']} quarantined, {summary['scanner_error_count']} source errors, "
-        f"{summary['sources_unchanged']} unchanged sources, {summary['duration_s']:.2f}s"
-        + (f", {n} unreadable (unsupported) stores" if (n := summary["sources_unsupported"]) else "")
-    )
+    from telltale.cli.summary import is_quiet, print_summary, quiet_line
+
+    console = Console(file=out)
+    if is_quiet(result, info) and not info.verbose:
+        console.print(quiet_line(result, info), highlight=False)
+        return
+    print_summary(result, info, console)

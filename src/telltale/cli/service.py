@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
         ("status", "installed, enabled, running, and the last scan", _status),
         ("render", "print the service files for review or packaging; change nothing", _render),
     ):
-        p = commands.add_parser(name, help=help_text)
+        p = commands.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".")
         scope = p.add_mutually_exclusive_group()
         scope.add_argument("--user", dest="scope", action="store_const", const="user",
                            help="this user's service (default)")
@@ -52,7 +52,7 @@ def register(sub: Any) -> None:
             p.add_argument("--no-enable", action="store_true", help="write the files only; do not enable or start")
         if name == "uninstall":
             p.add_argument("--no-disable", action="store_true", help="remove the files only; do not stop or disable")
-        p.add_argument("--json", action="store_true")
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
         p.set_defaults(handler=handler, scope=None)
 
 

@@ -9,7 +9,14 @@ from telltale.cli import readside
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("sessions", help="agent sessions, newest first")
+    p = sub.add_parser(
+        "sessions",
+        help="agent sessions, newest first",
+        description=(
+            "Agent sessions from the local index, newest first: client, session id, project, messages, tool "
+            "calls, detections and tokens. `telltale show SESSION` prints one."
+        ),
+    )
     readside.add_paths(p)
     readside.add_filters(p)
     readside.add_output(p, limit=50)
@@ -19,8 +26,9 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from telltale.index.sessions import list_sessions, tokens_by_model
 
-    filters = readside.filters_of(args)
+    filters = readside.filters_of(args)  # a bad --since is reported before a missing index
     conn = readside.open_index(args)
+    filters = readside.with_clients(filters, args, conn)
     try:
         rows = list_sessions(conn, filters, args.limit or None)
         models = tokens_by_model(conn, rows)

@@ -12,8 +12,12 @@ _CONTENT = ("none", "redacted", "full")
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("show", help="a session's timeline (a unique prefix of its id is enough)")
-    p.add_argument("session", metavar="SESSION")
+    p = sub.add_parser(
+        "show", help="a session's timeline (a unique prefix of its id is enough)",
+        description="One session's timeline from the local index and log: messages, tool calls and results, "
+        "detections, usage.",
+    )
+    p.add_argument("session", metavar="SESSION", help="a session id or a unique prefix of it (see `telltale sessions`)")
     p.add_argument(
         "--content", choices=_CONTENT, default="redacted",
         help="how much to show: none (actions, sizes), redacted (default: commands, paths, URLs), full (text too: "
@@ -35,8 +39,9 @@ def run(args: argparse.Namespace) -> int:
     from telltale.index.sessions import resolve
     from telltale.index.timeline import build
 
-    filters = readside.filters_of(args)
+    filters = readside.filters_of(args)  # a bad --since is reported before a missing index
     conn = readside.open_index(args)
+    filters = readside.with_clients(filters, args, conn)
     try:
         session = resolve(conn, args.session)
         timeline = build(conn, session, readside.require_log(readside.log_path_of(args, conn)))

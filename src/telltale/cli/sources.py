@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 import msgspec
 
+from telltale.cli.clients import add_client_argument, check_names
 from telltale.discovery import DiscoveryIssue, DiscoveryOptions, DiscoveryResult, check_root, discover
 from telltale.discovery.api import ProbedPlace
 from telltale.events.envelope import path_hash
@@ -37,13 +38,7 @@ def register(subparsers: Any) -> None:
         help="'.' (default) resolves stores from this host's environment; any other directory is a "
         "fixture tree or is treated as a home directory",
     )
-    parser.add_argument(
-        "--client",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="only these clients or source kinds (repeatable, or comma-separated)",
-    )
+    add_client_argument(parser)
     parser.add_argument(
         "--project-config",
         action="append",
@@ -194,18 +189,15 @@ def write_probes(result: DiscoveryResult, out: TextIO, *, as_json: bool) -> None
     Console(file=out).print(table)
 
 
-def _clients(values: list[str]) -> tuple[str, ...]:
-    return tuple(item.strip() for value in values for item in value.split(",") if item.strip())
-
-
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when at least one usable store was found (rejected candidates are listed as
     errors but are warnings), 1 when none was (stores that are only ``unsupported`` do not
     count as usable); then every place probed is listed with its status."""
+    clients = check_names(args.client or ())
     check_root(args.root)
     options = DiscoveryOptions(
         root=args.root,
-        clients=_clients(args.client),
+        clients=clients,
         project_configs=tuple(args.project_config),
     )
     result = discover(options)

@@ -10,19 +10,27 @@ from telltale.cli import readside
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("status", help="last scan, source states, health events, delivery backlog, lock holder")
+    p = sub.add_parser(
+        "status",
+        help="last scan, source states, health events, delivery backlog, lock holder",
+        description=(
+            "What Telltale knows now, from the local index: the last scan, source states, recent health events "
+            "(--since, default 7d), the delivery backlog, who holds the state lock and running watches."
+        ),
+    )
     readside.add_paths(p)
-    readside.add_filters(p, severity=False, session=False)
+    readside.add_filters(p, severity=False, session=False, since="7d")
     readside.add_output(p)
-    p.set_defaults(handler=run, since="7d")
+    p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from telltale.index import status
 
-    filters = readside.filters_of(args)
     state_path = readside.state_path_of(args)
+    filters = readside.filters_of(args)  # a bad --since is reported before a missing index
     conn = readside.open_index(args)
+    filters = readside.with_clients(filters, args, conn)
     try:
         report: dict[str, Any] = {
             "state_path": state_path,

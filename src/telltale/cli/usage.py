@@ -11,8 +11,17 @@ _VIEWS = ("daily", "monthly", "session", "model")
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("usage", help="tokens (input, cache creation, cache read, output, total) and cost")
-    p.add_argument("view", nargs="?", choices=_VIEWS, default="daily")
+    p = sub.add_parser(
+        "usage",
+        help="tokens (input, cache creation, cache read, output, total) and cost",
+        description=(
+            "Token usage (input, cache creation, cache read, output, total) and cost from the local index, per "
+            "day, month, session or model; each provider response is counted once."
+        ),
+    )
+    p.add_argument(
+        "view", nargs="?", choices=_VIEWS, default="daily", help="group by: " + ", ".join(_VIEWS) + " (default daily)"
+    )
     readside.add_paths(p)
     readside.add_filters(p, severity=False)
     readside.add_output(p)
@@ -28,8 +37,9 @@ def _cost(value: float | None, complete: bool) -> str:
 def run(args: argparse.Namespace) -> int:
     from telltale.index.usage import report
 
-    filters = readside.filters_of(args)
+    filters = readside.filters_of(args)  # a bad --since is reported before a missing index
     conn = readside.open_index(args)
+    filters = readside.with_clients(filters, args, conn)
     try:
         rows, total = report(conn, args.view, filters)
     finally:

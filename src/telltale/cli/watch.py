@@ -13,13 +13,16 @@ import dataclasses
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 import msgspec
 
 from telltale.cli.common import (
     add_scan_arguments,
+    add_threshold_arguments,
     checked_discovery,
+    is_stdout_log,
     is_tty,
     load_delivery,
     load_detector,
@@ -76,11 +79,11 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--install-inventory-interval-seconds", type=float, default=86_400.0, metavar="S",
-        help="take the installed-agent inventory at most this often; emitted only on change",
+        help="take the installed-agent inventory at most this often (default 86400, a day); emitted only on "
+        "change",
     )
     parser.add_argument("--install-inventory-disabled", action="store_true", help="never take the inventory")
-    parser.add_argument("--scanner-error-threshold", type=int, default=10, metavar="N")
-    parser.add_argument("--scan-duration-threshold-seconds", type=float, default=300.0, metavar="S")
+    add_threshold_arguments(parser)
     add_scan_arguments(parser)
     configurable(parser, "watch")  # every flag above is also a config.yaml key and a TELLTALE_<KEY>
     parser.set_defaults(handler=run)
@@ -122,9 +125,10 @@ def run(args: argparse.Namespace) -> int:
         scan_duration_threshold_seconds=args.scan_duration_threshold_seconds,
     )
     detector = load_detector(args)
-    as_json = args.json or not is_tty(sys.stdout)
+    out = sys.stderr if is_stdout_log(args) else sys.stdout  # with --log-path -, stdout carries the events
+    as_json = args.json or not is_tty(out)
     alerts = AlertQueue()
-    inventory = None if args.dry_run else _inventory_hook(args)
+    inventory = None if args.dry_run or is_stdout_log(args) else _inventory_hook(args)
     first = checked_discovery(args, options)  # fixture guard and path refusal before anything starts
     if not first.store_roots and first.pending_roots:
         print(
@@ -140,10 +144,12 @@ def run(args: argparse.Namespace) -> int:
         )
     stopping = threading.Event()
 
+    lockless = options.dry_run or is_stdout_log(args)  # --log-path - writes no state
+
     def locked() -> Any:
         # One writer per state: each scan holds the lock from its first read of the state to
         # its last commit, waiting for a `scan` (cron) or another watch between iterations.
-        return state_lock(options.state_path, "watch", dry_run=options.dry_run, wait=None, stop=stopping.is_set)
+        return state_lock(options.state_path, "watch", dry_run=lockless, wait=None, stop=stopping.is_set)
 
     try:
         with locked():  # opening the state creates its schema: a write
@@ -162,12 +168,12 @@ def run(args: argparse.Namespace) -> int:
                 if options.remote_sinks:
                     from telltale.delivery import deliver_after_scan
 
-                    delivered = deliver_after_scan(
-                        delivery, scanner, options.state_path, seconds=args.delivery_seconds
+                    delivered = deliver_after_scan(  # a stop ends the wait; events stay queued
+                        delivery, scanner, options.state_path, seconds=args.delivery_seconds, stop=stopping.is_set
                     )
         except StateLocked:
             return None  # stopped while waiting: the loop sees the stop next
-        _print_line(result, request, as_json=as_json, delivery=delivered)
+        _print_line(result, request, as_json=as_json, delivery=delivered, out=out)
         return result
 
     session = WatchSession(
@@ -215,7 +221,9 @@ def _install_stop(session: WatchSession, stopping: threading.Event, scanner: Any
     return restore
 
 
-def _print_line(result: ScanResult, request: ScanRequest, *, as_json: bool, delivery: dict[str, Any]) -> None:
+def _print_line(
+    result: ScanResult, request: ScanRequest, *, as_json: bool, delivery: dict[str, Any], out: Any
+) -> None:
     summary = result.as_dict()
     summary["trigger"] = request.triggers
     summary["iteration"] = request.iteration
@@ -224,12 +232,31 @@ def _print_line(result: ScanResult, request: ScanRequest, *, as_json: bool, deli
         summary["delivery"] = delivery
     summary = redact_document(summary)  # what is printed passes the same redactor as events
     if as_json:
-        sys.stdout.write(msgspec.json.encode(summary).decode() + "\n")
+        out.write(msgspec.json.encode(summary).decode() + "\n")
     else:
-        sys.stdout.write(
-            f"watch #{request.iteration} ({', '.join(request.triggers)}): {summary['sources_scanned']} sources "
-            f"scanned, {summary['sources_unchanged']} unchanged; emitted {summary['emitted_count']} events, "
-            f"{summary['detection_count']} detections, {summary['scanner_error_count']} source errors, "
-            f"{summary['duration_s']:.2f}s" + (" (dry run)" if result.dry_run else "") + "\n"
-        )
-    sys.stdout.flush()
+        out.write(_human_line(result, request, summary, delivery) + "\n")
+    out.flush()
+
+
+def _human_line(result: ScanResult, request: ScanRequest, summary: dict[str, Any], delivery: dict[str, Any]) -> str:
+    """One timestamped line per watch scan: what changed, what the rules found, what failed."""
+    at = time.strftime("%H:%M:%S")
+    head = f"{at} watch #{request.iteration} ({', '.join(request.triggers)}): "
+    if summary["sources_scanned"] == 0 and not summary["error_count"]:
+        return head + f"no changes, {summary['duration_s']:.2f}s"
+    read = summary["sources_scanned"]
+    parts = [f"{read} store{'' if read == 1 else 's'} read", f"{summary['emitted_count']} events"]
+    by = summary.get("detections_by_severity") or {}
+    if summary["detection_count"]:
+        order = ("critical", "high", "medium", "low", "informational")
+        parts.append(f"{summary['detection_count']} detections ("
+                     + ", ".join(f"{by[s]} {s}" for s in order if by.get(s)) + ")")
+    if summary["quarantined_count"]:
+        parts.append(f"{summary['quarantined_count']} records skipped")
+    if summary["scanner_error_count"]:
+        parts.append(f"{summary['scanner_error_count']} stores failed")
+    failing = (delivery or {}).get("failing_outputs") or []
+    if failing:
+        parts.append("failing outputs: " + ", ".join(failing) + " (telltale delivery status)")
+    line = head + ", ".join(parts) + f", {summary['duration_s']:.2f}s" + (" (dry run)" if result.dry_run else "")
+    return redact(line)

@@ -524,8 +524,9 @@ class Deliverer:
             best = due if best is None else min(best, due)
         return best
 
-    def run_until_idle(self, deadline: float) -> DeliveryReport:
-        """Run passes until nothing deliverable is left or ``deadline`` (on ``clock``) passes.
+    def run_until_idle(self, deadline: float, *, stop: Callable[[], bool] | None = None) -> DeliveryReport:
+        """Run passes until nothing deliverable is left, ``deadline`` (on ``clock``) passes
+        or ``stop()`` is true (checked between passes and while waiting).
 
         Between passes it sleeps until the next item or sink back-off is due. Blocked
         sinks and dead letters do not keep it busy.
@@ -535,10 +536,13 @@ class Deliverer:
             total.merge(self.run_once())
             due = self.next_due()
             now = self.clock()
-            if due is None or now >= deadline or due >= deadline:
+            if due is None or now >= deadline or due >= deadline or (stop is not None and stop()):
                 return total
-            if due > now:
-                self.sleep(min(due, deadline) - now)
+            while due > now:  # with a stop: in short naps, so that it is seen while waiting
+                self.sleep(min(due, deadline) - now if stop is None else min(due, deadline, now + 0.2) - now)
+                if stop is not None and stop():
+                    return total
+                now = self.clock()
 
 
 def _open_existing(db_path: str) -> sqlite3.Connection:
