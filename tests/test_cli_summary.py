@@ -82,7 +82,7 @@ def test_the_summary_fits_one_screen_at_80_columns_and_says_everything(home: Pat
     assert "telltale scan: 8 stores, 3 read, 5 unchanged, 2.50s" in flat
     assert "claude 6 (1 partial) · codex 1 (1 failed) · qwen 1 (1 read)" in flat
     assert "40 written to ~/.local/state/telltale/events.jsonl" in flat  # where, home as ~
-    assert "34 activity, 3 detections, 3 health/inventory" in flat
+    assert "34 activity, 3 detections, 3 health, rollups, inventory" in flat
     assert "3: 1 high, 1 medium, 1 low" in flat
     assert flat.index("Cloud credentials read") < flat.index("Pipe to shell")  # most severe first
     assert "claude · ~/work/api · cat ~/.aws/credentials" in flat

@@ -195,7 +195,7 @@ def _events(result: ScanResult, info: RunInfo) -> Text:
     if not activity and not result.detection_count:
         return Text(f"no new activity; {count(other, 'health event')} written to {where}")
     text = Text(f"{result.emitted_count:,} written to {where}")
-    text.append(f"\n{activity:,} activity, {result.detection_count:,} detections, {other:,} health/inventory")
+    text.append(f"\n{activity:,} activity, {result.detection_count:,} detections, {other:,} health, rollups, inventory")
     return text
 
 
