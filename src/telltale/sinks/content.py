@@ -32,18 +32,39 @@ _RANK = {ContentMode.NONE: 0, ContentMode.REDACTED: 1, ContentMode.FULL: 2}
 #: What a ``--content none`` event may carry: dotted paths; a path keeps its whole subtree.
 NONE_FIELDS: frozenset[str] = frozenset({
     "@timestamp", "message", "event", "host", "observer", "user", "log", "rule", "threat",
-    "gen_ai.agent.name", "gen_ai.conversation.id", "gen_ai.operation.name", "gen_ai.provider.name",
+    "gen_ai.agent.name", "gen_ai.agent.version", "gen_ai.conversation.id", "gen_ai.operation.name",
+    "gen_ai.provider.name",
     "gen_ai.request.model", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.usage",
     "process.exit_code",
     "telltale.schema_version", "telltale.client", "telltale.content_mode", "telltale.time_source",
-    "telltale.sequence", "telltale.source", "telltale.cwd_hash", "telltale.parent_session_id",
+    "telltale.sequence", "telltale.source.kind", "telltale.source.path_hash", "telltale.source.line",
+    "telltale.source.offset", "telltale.source.row", "telltale.record_id", "telltale.cwd_hash",
+    "telltale.parent_session_id",
     "telltale.parent_call_id", "telltale.attributes", "telltale.usage_total_tokens", "telltale.response_id",
     "telltale.ambiguous", "telltale.truncated",
     "telltale.message.role", "telltale.message.injected", "telltale.message.length", "telltale.message.hash",
     "telltale.tool.arguments_hash", "telltale.tool.arguments_length", "telltale.tool.command_hash",
     "telltale.tool.file_path_hash", "telltale.tool.url_hash", "telltale.tool.result_hash",
     "telltale.tool.result_length", "telltale.tool.interrupted",
-    "telltale.detection", "telltale.scan", "telltale.scan_id", "telltale.alert_type", "telltale.alert",
+    # Alerts: everything but the text a none scan leaves out (command, path, cwd, URL, excerpt,
+    # evidence values); list items are matched field by field under the list's path.
+    "telltale.detection.score", "telltale.detection.risk_score", "telltale.detection.count",
+    "telltale.detection.first_seen", "telltale.detection.last_seen", "telltale.detection.severity",
+    "telltale.detection.sequence", "telltale.detection.rule_ids", "telltale.detection.categories",
+    "telltale.detection.modifiers", "telltale.detection.anchors", "telltale.detection.recommendation",
+    "telltale.detection.suppressed_by", "telltale.detection.atlas", "telltale.detection.references",
+    "telltale.detection.sigma",
+    "telltale.detection.evidence.field", "telltale.detection.evidence.hash",
+    "telltale.detection.evidence.observation_id", "telltale.detection.evidence.rule_id",
+    "telltale.detection.where.observation_id", "telltale.detection.where.source.kind",
+    "telltale.detection.where.source.path_hash", "telltale.detection.where.source.line",
+    "telltale.detection.where.source.offset", "telltale.detection.where.source.row",
+    "telltale.detection.where.record_id", "telltale.detection.where.occurred_at",
+    "telltale.detection.where.cwd_hash", "telltale.detection.where.agent", "telltale.detection.where.agent_version",
+    "telltale.detection.where.model", "telltale.detection.where.provider", "telltale.detection.where.tool_name",
+    "telltale.detection.where.command_hash", "telltale.detection.where.file_path_hash",
+    "telltale.detection.where.url_hash",
+    "telltale.session_risk", "telltale.scan", "telltale.scan_id", "telltale.alert_type", "telltale.alert",
     "telltale.inventory", "telltale.loss", "telltale.health",
 })  # fmt: skip
 
@@ -55,6 +76,8 @@ def _keep(value: Any, prefix: str) -> Any:
     """The allowed part of ``value`` at ``prefix`` (``None``: nothing of it is allowed)."""
     if prefix in NONE_FIELDS:
         return value
+    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        return [_keep(item, prefix) for item in value]  # each item's fields under the list's path
     if not isinstance(value, dict):
         return None
     out = {}
