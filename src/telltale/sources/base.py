@@ -80,6 +80,25 @@ class Batch(msgspec.Struct, kw_only=True):
     reset: Restart | None = None
 
 
+class PendingBatch:
+    """What a database acquisition produced since its last batch: observations,
+    quarantines and counts, handed over as one :class:`Batch` with the cursor that covers
+    them (the SQLite adapters' per-run accumulator)."""
+
+    __slots__ = ("bytes", "observations", "other", "quarantined", "records")
+
+    def __init__(self) -> None:
+        self.observations: list[Observation] = []
+        self.quarantined: list[Quarantine] = []
+        self.records = 0
+        self.other = 0
+        self.bytes = 0
+
+    def batch(self, cursor: bytes | None, *, partial: bool = False) -> Batch:
+        return Batch(observations=self.observations, quarantined=self.quarantined, cursor=cursor,
+                     records_read=self.records, other_records=self.other, bytes_read=self.bytes, partial=partial)
+
+
 class Adapter(Protocol):
     """A source-owned native extractor for one source kind."""
 

@@ -43,7 +43,7 @@ from telltale.model import (
 from telltale.readers.sqlite import MAX_CELL_BYTES, Admission, Row, SqliteSnapshot
 from telltale.sources import _project_local
 from telltale.sources._jsonl_driver import Recorder
-from telltale.sources.base import AcquireContext, Batch, HistoryMode
+from telltale.sources.base import AcquireContext, Batch, HistoryMode, PendingBatch
 from telltale.sources.crush import wire as w
 from telltale.sources.crush.tools import AUTHORED_KEYS, facets
 from telltale.sources.spec import Source
@@ -100,15 +100,6 @@ def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
         yield values[i:i + IN_CHUNK]
 
 
-class _Out:
-    def __init__(self) -> None:
-        self.observations: list[Observation] = []
-        self.quarantined: list[Quarantine] = []
-        self.records = 0
-        self.other = 0
-        self.bytes = 0
-
-
 class _Run:
     """One acquisition of one database."""
 
@@ -117,7 +108,7 @@ class _Run:
         self.snap = snap
         self.keep_cursor = ctx.history is HistoryMode.INCREMENTAL and not ctx.dry_run
         self.state = prior if prior is not None and ctx.history is HistoryMode.INCREMENTAL else CrushCursor()
-        self.out = _Out()
+        self.out = PendingBatch()
         self.columns = set(snap.columns("messages"))
         self.tables = snap.tables()
         parent = os.path.dirname(source.path)
@@ -131,12 +122,11 @@ class _Run:
 
     # -- batching --------------------------------------------------------------------
     def batch(self, partial: bool = False) -> Batch:
-        out, self.out = self.out, _Out()
+        out, self.out = self.out, PendingBatch()
         self.snap.verify_unchanged()
         self.snap.admission = Admission()
         cursor = _encoder.encode(self.state) if self.keep_cursor else None
-        return Batch(observations=out.observations, quarantined=out.quarantined, cursor=cursor,
-                     records_read=out.records, other_records=out.other, bytes_read=out.bytes, partial=partial)
+        return out.batch(cursor, partial=partial)
 
     def quarantine(self, reason: str, row: Row, err: BoundExceeded | None = None) -> None:
         self.out.quarantined.append(Quarantine(

@@ -47,7 +47,7 @@ from telltale.model import (
 )
 from telltale.readers.files import read_small
 from telltale.readers.sqlite import MAX_CELL_BYTES, Admission, SqliteSnapshot
-from telltale.sources.base import AcquireContext, Batch, HistoryMode
+from telltale.sources.base import AcquireContext, Batch, HistoryMode, PendingBatch
 from telltale.sources.cursor import ide_wire as w
 from telltale.sources.cursor.tools import AUTHORED_KEYS, facets
 from telltale.sources.spec import Source
@@ -148,18 +148,14 @@ class _Digests:
 # -- output -------------------------------------------------------------------------------
 
 
-class _Out:
-    def __init__(self) -> None:
-        self.observations: list[Observation] = []
-        self.quarantined: list[Quarantine] = []
-        self.records = 0
-        self.other = 0
-        self.bytes = 0
-        self.units = 0
+class _Out(PendingBatch):
+    """A batch in the making, and how many composers it holds (the batch cut)."""
 
-    def batch(self, cursor: bytes | None, partial: bool = False) -> Batch:
-        return Batch(observations=self.observations, quarantined=self.quarantined, cursor=cursor,
-                     records_read=self.records, other_records=self.other, bytes_read=self.bytes, partial=partial)
+    __slots__ = ("units",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.units = 0
 
 
 def _ms(value: object) -> int:

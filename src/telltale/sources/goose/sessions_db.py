@@ -40,7 +40,7 @@ from telltale.model import (
 )
 from telltale.readers.sqlite import MAX_CELL_BYTES, Admission, Row, SqliteSnapshot
 from telltale.sources._jsonl_driver import Recorder
-from telltale.sources.base import AcquireContext, Batch, HistoryMode
+from telltale.sources.base import AcquireContext, Batch, HistoryMode, PendingBatch
 from telltale.sources.goose import wire as w
 from telltale.sources.goose.tools import AUTHORED_KEYS, facets
 from telltale.sources.spec import Source
@@ -102,33 +102,23 @@ def _sql_time(value: object) -> str | None:
     return iso_time(value)
 
 
-class _Out:
-    def __init__(self) -> None:
-        self.observations: list[Observation] = []
-        self.quarantined: list[Quarantine] = []
-        self.records = 0
-        self.other = 0
-        self.bytes = 0
-
-
 class _Run:
     def __init__(self, source: Source, snap: SqliteSnapshot, prior: GooseCursor | None, ctx: AcquireContext) -> None:
         self.source = source
         self.snap = snap
         self.keep_cursor = ctx.history is HistoryMode.INCREMENTAL and not ctx.dry_run
         self.state = prior if prior is not None else GooseCursor()
-        self.out = _Out()
+        self.out = PendingBatch()
         self.tables = snap.tables()
         self.columns = set(snap.columns("messages"))
         self.session_rows: dict[str, Row] = {}
 
     def batch(self) -> Batch:
-        out, self.out = self.out, _Out()
+        out, self.out = self.out, PendingBatch()
         self.snap.verify_unchanged()
         self.snap.admission = Admission()
         cursor = _encoder.encode(self.state) if self.keep_cursor else None
-        return Batch(observations=out.observations, quarantined=out.quarantined, cursor=cursor,
-                     records_read=out.records, other_records=out.other, bytes_read=out.bytes)
+        return out.batch(cursor)
 
     def quarantine(self, reason: str, row: Row, err: BoundExceeded | None = None) -> None:
         rid = _int(row.get("id"))
