@@ -59,7 +59,7 @@ from telltale.sinks.jsonl import JsonlSink
 from telltale.sources.base import AcquireContext, HistoryMode, SourceHealth
 from telltale.sources.registry import adapter_for, spec_for, unsupported_reason
 from telltale.sources.spec import Source
-from telltale.state import CursorUpdate, PendingWindow, StateStore, source_key
+from telltale.state import CursorUpdate, PendingWindow, StateStore, note_sqlite_open, source_key
 
 #: ``--log-path -``: events go to stdout; the state is only read (no cursor advances, nothing
 #: is queued or indexed), and what one process has emitted is remembered in memory.
@@ -1268,4 +1268,5 @@ def _read_only_state(path: str) -> StateStore:
     import sqlite3
 
     store.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    note_sqlite_open(path)
     return store

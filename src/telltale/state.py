@@ -181,9 +181,36 @@ def state_errors(path: str) -> Iterator[None]:
         raise state_error(path, exc) from exc
 
 
+#: State files (device, inode) this process has opened through SQLite.
+_OPENED_BY_SQLITE: set[tuple[int, int]] = set()
+
+
+def note_sqlite_open(path: str) -> None:
+    """Record that this process holds an SQLite connection to ``path`` (see below)."""
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        _OPENED_BY_SQLITE.add((st.st_dev, st.st_ino))
+
+
 def check_state_file(path: str) -> None:
     """Refuse an existing, non-empty state that is not an SQLite database, before anything
-    (the lock included) is written beside it."""
+    (the lock included) is written beside it.
+
+    A file this process already opened through SQLite is not opened again here: POSIX
+    record locks belong to the process, and closing *any* descriptor of the file drops
+    them all, SQLite's WAL locks included (sqlite.org/howtocorrupt.html, 2.2). A ``watch``
+    that re-read the header at each rediscovery with its connection open dropped its locks,
+    and the next writer to open the state did not see the watch's last commit (it read a
+    source again from the start). SQLite itself refuses a non-database from then on.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise state_error(path, exc) from None
+    if (st.st_dev, st.st_ino) in _OPENED_BY_SQLITE:
+        return
     try:
         with open(path, "rb") as fh:
             head = fh.read(len(SQLITE_HEADER))
@@ -233,6 +260,7 @@ class StateStore:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.execute("PRAGMA busy_timeout=30000")
+            note_sqlite_open(path)
             self.conn.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise state_error(path, exc) from exc

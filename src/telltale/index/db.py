@@ -9,6 +9,7 @@ from pathlib import Path
 
 from telltale.errors import TelltaleError, UsageError
 from telltale.index.schema import INDEX_VERSION
+from telltale.state import note_sqlite_open
 
 
 class IndexMissing(TelltaleError):
@@ -22,6 +23,7 @@ def connect(state_path: str) -> sqlite3.Connection:
     uri = Path(state_path).absolute().as_uri() + "?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        note_sqlite_open(state_path)
         conn.execute("PRAGMA busy_timeout = 5000")
         conn.execute("PRAGMA query_only = 1")
         row = conn.execute("SELECT value FROM ix_meta WHERE key = 'version'").fetchone()

@@ -35,6 +35,7 @@ from typing import TypeVar
 
 from telltale import faults
 from telltale.sinks import ItemResult, Outcome, RemoteSink, SendResult, bounded_reason
+from telltale.state import note_sqlite_open
 
 #: Queued states count against the capacity; dead letters have their own bound.
 QUEUED_STATES = ("pending", "retrying", "blocked")
@@ -238,6 +239,7 @@ def backoff(attempt: int, initial: float, cap: float, rng: Callable[[], float]) 
 def connect(db_path: str, busy_timeout: float = 30.0) -> sqlite3.Connection:
     """Our own connection to the state database (autocommit; explicit short transactions)."""
     conn = sqlite3.connect(db_path, timeout=busy_timeout, isolation_level=None)
+    note_sqlite_open(db_path)  # no raw open() of it from now on: it would drop SQLite's locks
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
     return conn
 
@@ -553,6 +555,7 @@ def _open_existing(db_path: str) -> sqlite3.Connection:
     uri = Path(db_path).absolute().as_uri() + "?mode=rw"
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+        note_sqlite_open(db_path)
         conn.execute("PRAGMA busy_timeout = 30000")
         conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")
     except sqlite3.Error as exc:
