@@ -31,7 +31,7 @@ import msgspec
 from telltale import faults
 from telltale.detect.ledger import AlertBatch
 from telltale.errors import OutputError, SourceError, StateError, UnsupportedSource
-from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now
+from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now, with_user
 from telltale.events.health import (
     operational_alert,
     scan_summary,
@@ -78,10 +78,11 @@ _client_session = operator.attrgetter("client", "session_id")
 Item = tuple[str, bytes]
 
 
-def _item(doc: dict[str, Any]) -> Item:
+def _item(doc: dict[str, Any], user: str = "") -> Item:
     """A health, inventory or alert document, encoded: every string through the redactor
-    (a store path or an error message may hold anything)."""
-    return str(doc["event"]["id"]), _encoder.encode(redact_document(doc))
+    (a store path or an error message may hold anything). ``user``: the account of the store
+    it is about (a system-profile source's), set as ``user.name``."""
+    return str(doc["event"]["id"]), _encoder.encode(redact_document(with_user(doc, user)))
 
 
 #: A step run at the end of an emitting scan (the inventory): the events it adds, and a
@@ -145,6 +146,8 @@ class SourceReport:
     client: str
     path: str
     status: str = "ok"  # ok | partial | empty | error | unchanged | unsupported
+    #: The account whose home holds the store (system profile); empty: Telltale's own.
+    user: str = ""
     records_read: int = 0
     other_records: int = 0
     observations: int = 0
@@ -163,6 +166,7 @@ class SourceReport:
             "kind": self.kind,
             "client": self.client,
             "path_hash": path_hash(self.path),
+            **({"user": self.user} if self.user else {}),
             "status": self.status,
             "records_read": self.records_read,
             "other_records": self.other_records,
@@ -472,7 +476,7 @@ class Scanner:
             if self.progress is not None:
                 self.progress("start", index)
             faults.hit("source")
-            report = SourceReport(kind=source.kind, client=source.client, path=source.path)
+            report = SourceReport(kind=source.kind, client=source.client, path=source.path, user=source.user)
             reports.append(report)
             key = source_key(source.kind, source.path)
             reason = unsupported_reason(source.kind)
@@ -515,16 +519,16 @@ class Scanner:
                         fp = None  # read it again next time, changed or not
                     if not opts.dry_run:
                         if batch.reset is not None:
-                            staged.add([_item(_reset_event(source, batch.reset))])
+                            staged.add([_item(_reset_event(source, batch.reset), source.user)])
                         if batch.quarantined:
                             staged.add(self._quarantine_events(source, report, batch.quarantined, overflow))
                     self._quarantine(report, batch.quarantined)
                     if batch.health and not opts.dry_run:
-                        staged.add([_item(self._source_health(source, h)) for h in batch.health])
+                        staged.add([_item(self._source_health(source, h), source.user) for h in batch.health])
                     # Normalisation: each command as the shell will run it, paths by access.
                     observations = _normalize(batch.observations) if batch.observations else []
                     if not opts.dry_run and observations:
-                        staged.extend(*self._encode_observations(observations), observations)
+                        staged.extend(*self._encode_observations(observations, source.user), observations)
                     if self.detector is not None and observations:
                         self._detect(observations, staged_windows, looked_up, staged)
                     if batch.cursor is not None:
@@ -579,7 +583,7 @@ class Scanner:
                     elif report.observations == 0 and report.records_read == 0:
                         report.status = "empty"
                 if overflow.counts and not opts.dry_run:
-                    staged.add([_item(overflow.event(source, utc_now()))])
+                    staged.add([_item(overflow.event(source, utc_now()), source.user)])
                 self._stage_into(window, source, key, staged, staged_cursor, fp, staged_windows, use_cursors, report)
                 detections_total += report.detections
                 if not opts.dry_run and (window.size >= opts.window_bytes or window.sources >= WINDOW_SOURCES):
@@ -595,12 +599,13 @@ class Scanner:
         health: list[dict[str, Any]] = []
         for err in errors:
             src: Source = err["source"]
-            health.append(
+            health.append(with_user(
                 scanner_error(
                     scan_id=scan_id, kind=src.kind, client=src.client, path=src.path,
                     reason=err["reason"], detail=err["detail"], observed_at=observed,
-                )
-            )
+                ),
+                src.user,
+            ))
         # The last window's commit may still be pending: settle it first, so the alerts see
         # what it did (a full outbox is only known once the commit has tried to enqueue).
         self._settle()
@@ -745,7 +750,7 @@ class Scanner:
             kind=source.kind, client=source.client, path=source.path, reason=reason,
             size=size, mtime=mtime, observed_at=utc_now(),
         )
-        window.add([_item(doc)])
+        window.add([_item(doc, source.user)])
         window.unsupported[key] = reported[key] = reason
     def _quarantine_events(
         self, source: Source, report: SourceReport, items: Sequence[Quarantine], overflow: _QuarantineOverflow
@@ -754,7 +759,8 @@ class Scanner:
         the rest counted into ``overflow`` (one aggregate event when the source ends)."""
         observed = utc_now()
         room = max(QUARANTINE_EVENTS_PER_SOURCE - report.quarantined, 0)
-        out = [_item(record_quarantined(q, client=source.client, observed_at=observed)) for q in items[:room]]
+        out = [_item(record_quarantined(q, client=source.client, observed_at=observed), source.user)
+               for q in items[:room]]
         for q in items[room:]:
             overflow.add(q)
         return out
@@ -813,15 +819,16 @@ class Scanner:
             if len(report.skipped) < SKIPPED_KEPT:
                 report.skipped.append(item)
 
-    def _encode_observations(self, observations: Sequence[Observation]) -> tuple[list[str], list[bytes]]:
-        """Event ids and lines of a batch's observations (the scan's hot loop)."""
+    def _encode_observations(self, observations: Sequence[Observation], user: str) -> tuple[list[str], list[bytes]]:
+        """Event ids and lines of a batch's observations (the scan's hot loop); ``user`` is
+        their store's account."""
         from telltale.events.activity import activity_lines  # see _normalize
 
         observed = utc_now()
         content = self.options.content
         return (
             [o.observation_id for o in observations],
-            activity_lines(observations, content, observed),
+            activity_lines(observations, content, observed, user),
         )
 
     def _detect(
@@ -849,9 +856,12 @@ class Scanner:
         for det in self.detector.evaluate(observations, staged_windows):
             alerts.add(det)
 
-    def _alert_items(self, staged: _Window, staged_windows: dict[str, Any], report: SourceReport | None) -> None:
+    def _alert_items(
+        self, staged: _Window, staged_windows: dict[str, Any], report: SourceReport | None, user: str
+    ) -> None:
         """The staged window's alerts (one per session and rule, with counts) and the
-        ``session_risk_summary`` of each session whose risk changed, as events."""
+        ``session_risk_summary`` of each session whose risk changed, as events (``user``:
+        the account of the store they were read from)."""
         if self.detector is None:
             return
         detections = staged.alerts.drain()
@@ -875,12 +885,13 @@ class Scanner:
                 kind="alert",
                 timestamp=det.occurred_at,
                 observed_at=observed,
+                user=user,
             )
             document = self.detector.detection_document(det, base, self.options.content)
             self._tally.add(_brief(document, det))
             out.append((det.detection_id, _encoder.encode(document)))
         if staged_windows:
-            out.extend(_item(doc) for doc in self.detector.rollups(staged_windows, observed))
+            out.extend(_item(doc, user) for doc in self.detector.rollups(staged_windows, observed))
         staged.add(out)
 
     def _stage_into(
@@ -895,7 +906,7 @@ class Scanner:
         use_cursors: bool,
         report: SourceReport | None = None,
     ) -> None:
-        self._alert_items(staged, staged_windows, report)
+        self._alert_items(staged, staged_windows, report, source.user)
         window.extend(staged.ids, staged.lines, staged.observations)
         window.sources += 1
         if use_cursors:

@@ -167,6 +167,8 @@ def discovery_options(args: argparse.Namespace) -> DiscoveryOptions:
         root=args.root,
         clients=clients,
         project_configs=tuple(args.project_config or ()),
+        # The system profile watches every local account's home (DECISIONS #22).
+        user_homes=getattr(args, "profile", None) == "system" and args.root == ".",
     )
 
 

@@ -16,8 +16,9 @@ from typing import Any, TextIO
 import msgspec
 
 from telltale.cli.clients import add_client_argument, check_names
+from telltale.cli.paths import PROFILES
 from telltale.discovery import DiscoveryIssue, DiscoveryOptions, DiscoveryResult, check_root, discover
-from telltale.discovery.api import ProbedPlace
+from telltale.discovery.api import ProbedPlace, UserHome
 from telltale.events.envelope import path_hash
 from telltale.events.redaction import redact, redact_document
 from telltale.exitcodes import ExitCode
@@ -46,6 +47,13 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="YAML project roots (repeatable; default: $TELLTALE_PROJECT_CONFIG, else ~/github and ~/projects)",
     )
+    parser.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default="user",
+        help="user (default): this user's stores; system: every local account's home from the account database "
+        "(system accounts and missing homes skipped), each store listed with its user",
+    )
     parser.add_argument("--json", action="store_true", help="JSON lines even on a terminal")
     parser.set_defaults(handler=run)
 
@@ -73,6 +81,8 @@ def source_record(source: Source) -> dict[str, str | int]:
         "found_by": source.found_by,
         "store_root": display_path(source.store_root),
     }
+    if source.user:
+        record["user"] = source.user
     reason = unsupported_reason(source.kind)
     if reason is not None:
         record.update({"status": "unsupported", "reason": reason})
@@ -90,8 +100,15 @@ def issue_record(issue: DiscoveryIssue) -> dict[str, str]:
     return {"type": "error", "reason": issue.reason, "path": display_path(issue.path), "detail": issue.detail}
 
 
+def home_record(home: UserHome) -> dict[str, str | int]:
+    """One account a system-profile discovery considered (``status``: scanned, or why skipped)."""
+    return {"type": "home", "user": home.user, "uid": home.uid, "home": display_path(home.home), "status": home.status}
+
+
 def write_json(result: DiscoveryResult, out: TextIO) -> None:
     encoder = msgspec.json.Encoder()
+    for home in result.homes:
+        out.write(encoder.encode(redact_document(home_record(home))).decode("utf-8") + "\n")
     for source in result.sources:
         out.write(encoder.encode(redact_document(source_record(source))).decode("utf-8") + "\n")
     for issue in result.errors:
@@ -103,14 +120,23 @@ def write_table(result: DiscoveryResult, out: TextIO, err: TextIO) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    if result.homes:
+        homes = Table(title="Local accounts")
+        for column in ("user", "uid", "home", "status"):
+            homes.add_column(column, overflow="fold")
+        for home in result.homes:
+            homes.add_row(Text(home.user), str(home.uid), Text(display_path(home.home)), home.status)
+        Console(file=out).print(homes)
     title = "Session stores" + (" (fixture tree)" if result.fixture_tree else "")
+    per_user = bool(result.homes)
     if result.sources:
         table = Table(title=title)
-        for column in ("client", "kind", "path", "root type", "found by", "status"):
+        for column in ("user",) * per_user + ("client", "kind", "path", "root type", "found by", "status"):
             table.add_column(column, overflow="fold")
         for source in result.sources:
             reason = unsupported_reason(source.kind)
             table.add_row(
+                *(Text(source.user),) * per_user,
                 source.client,
                 source.kind,
                 Text(display_path(source.path)),
@@ -199,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
         root=args.root,
         clients=clients,
         project_configs=tuple(args.project_config),
+        user_homes=args.profile == "system" and args.root == ".",
     )
     result = discover(options)
     as_json = args.json or not sys.stdout.isatty()
@@ -209,7 +236,9 @@ def run(args: argparse.Namespace) -> int:
     usable = [s for s in result.sources if unsupported_reason(s.kind) is None]
     if not usable:
         write_probes(result, sys.stdout, as_json=as_json)
-        where = "this host's environment" if args.root == "." else display_path(args.root)
+        where = display_path(args.root)
+        if args.root == ".":
+            where = "every local account's home" if options.user_homes else "this host's environment"
         found = "no session stores found" if not result.sources else "no readable session stores found"
         print(redact(f"telltale: {found} (root: {where}); the places probed are listed above with their status and "
               "the variables that move each store"), file=sys.stderr)

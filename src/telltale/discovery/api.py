@@ -39,6 +39,10 @@ class DiscoveryOptions:
     #: filesystem calls (for example ``C:\\Users\\me`` to a temporary directory). Reported
     #: paths keep the platform's syntax. ``None`` is the identity.
     host_path: Callable[[str], str] | None = None
+    #: The system profile's host discovery (``root == "."`` only): once per local account's
+    #: home from the account database (:mod:`telltale.discovery.accounts`), each source
+    #: tagged with its account, the environment's store variables not read.
+    user_homes: bool = False
 
 
 class DiscoveryIssue(msgspec.Struct, frozen=True):
@@ -81,6 +85,16 @@ class ProbedPlace(msgspec.Struct, frozen=True):
     found_by: str
 
 
+class UserHome(msgspec.Struct, frozen=True):
+    """An account a system-profile discovery considered: ``status`` is ``scanned`` or why it
+    was skipped (``system_account``, ``no_login_shell``, ``missing_home``, ``duplicate_home``)."""
+
+    user: str
+    home: str
+    status: str
+    uid: int = -1
+
+
 class DiscoveryResult(msgspec.Struct):
     """Sources sorted by ``Source.sort_key()``, issues, and the roots to watch."""
 
@@ -94,3 +108,5 @@ class DiscoveryResult(msgspec.Struct):
     #: Every store directory looked in, in the order probed (``telltale sources`` lists them
     #: when nothing usable was found).
     probed: list[ProbedPlace] = []
+    #: The accounts a per-home discovery considered, scanned or skipped with the reason.
+    homes: list[UserHome] = []

@@ -6,7 +6,10 @@ Three modes, chosen from ``DiscoveryOptions.root``:
   XDG_DATA_HOME, CLAUDE_CONFIG_DIR, COPILOT_HOME, OPENCODE_DB...);
 * a fixture tree (see :mod:`telltale.discovery.fixtures`): each spec's
   ``fixture_relative_path`` below the root, no host resolution at all;
-* any other directory: treated as the home directory, environment ignored.
+* any other directory: treated as the home directory, environment ignored;
+* ``"."`` with ``user_homes`` (the system profile): once per local account's home from the
+  account database (:mod:`telltale.discovery.accounts`), each source tagged with its
+  account; the environment's store variables are not read.
 
 Project-local stores are searched below project roots in every mode (additively).
 """
@@ -17,7 +20,17 @@ import os
 import stat
 from collections.abc import Iterable, Sequence
 
-from telltale.discovery.api import DiscoveryIssue, DiscoveryOptions, DiscoveryResult, ProbedPlace, StoreRoot
+import msgspec
+
+from telltale.discovery.accounts import SCANNED, host_accounts, select_homes
+from telltale.discovery.api import (
+    DiscoveryIssue,
+    DiscoveryOptions,
+    DiscoveryResult,
+    ProbedPlace,
+    StoreRoot,
+    UserHome,
+)
 from telltale.discovery.editors import EDITORS, editor_user_dirs, resolve_below
 from telltale.discovery.fixtures import is_fixture_tree
 from telltale.discovery.locate import LocatorContext, load_locator
@@ -31,7 +44,9 @@ from telltale.discovery.projects import (
 from telltale.discovery.roots import (
     EnvView,
     Flavour,
+    Platform,
     RootSet,
+    account_roots,
     current_platform,
     environment_roots,
     explicit_roots,
@@ -104,6 +119,10 @@ class _Collector:
                         kinds=tuple(t.spec.kind for t in targets),
                     )
                 )
+
+    def tag_user(self, start: int, user: str) -> None:
+        """Mark the sources found since ``start`` as found in ``user``'s home."""
+        self.sources[start:] = [msgspec.structs.replace(s, user=user) for s in self.sources[start:]]
 
     def store_roots(self) -> list[StoreRoot]:
         return sorted(self._roots.values(), key=lambda root: root.path)
@@ -263,6 +282,29 @@ def _discover_projects(
         collector.walk_groups(probe, pairs)
 
 
+def _discover_user_homes(
+    probe: Probe,
+    collector: _Collector,
+    specs: Sequence[SourceSpec],
+    env: EnvView,
+    platform: Platform,
+) -> list[UserHome]:
+    """Discover below every account's home as if it were an explicit root, and tag what is
+    found there (its default project directories included) with the account."""
+    accounts, uid_min = host_accounts(probe, env)
+    homes = select_homes(accounts, uid_min, probe)
+    scanned = [home for home in homes if home.status == SCANNED]
+    if not scanned:
+        probe.report("no_user_homes", "accounts", "no local account with a login shell and an existing home")
+    for home in scanned:
+        start = len(collector.sources)
+        _discover_host(probe, collector, specs, account_roots(home.home, platform), None)
+        projects = resolve_project_roots(probe, flags=(), env_value=None, home=home.home, use_defaults=True)
+        _discover_projects(probe, collector, specs, projects)
+        collector.tag_user(start, home.user)
+    return homes
+
+
 def _absolute_root(root: str, flavour: Flavour) -> str:
     if flavour.platform is current_platform():
         return os.path.abspath(root)
@@ -327,8 +369,19 @@ def discover(options: DiscoveryOptions) -> DiscoveryResult:
     probe = Probe(flavour, host_path=options.host_path, bounded=options.bounded, budget=options.budget)
     collector = _Collector(flavour)
     fixture = False
+    homes: list[UserHome] = []
 
-    if options.root == ".":
+    if options.root == "." and options.user_homes:
+        homes = _discover_user_homes(probe, collector, specs, env, platform)
+        # Projects the operator configured (flags, TELLTALE_PROJECT_CONFIG) are nobody's home.
+        projects = resolve_project_roots(
+            probe,
+            flags=options.project_configs,
+            env_value=env.raw(PROJECT_CONFIG_ENV),
+            home=None,
+            use_defaults=False,
+        )
+    elif options.root == ".":
         roots = environment_roots(env, platform)
         if roots.home is None:
             probe.report("no_home", "HOME", "no home directory in the environment")
@@ -380,4 +433,5 @@ def discover(options: DiscoveryOptions) -> DiscoveryResult:
         store_roots=collector.store_roots(),
         pending_roots=[] if fixture else collector.pending_roots(),
         probed=collector.probed,
+        homes=homes,
     )

@@ -227,3 +227,20 @@ def explicit_roots(root: str, platform: Platform) -> RootSet:
         home_found_by="explicit_root",
         data_home_found_by="explicit_root",
     )
+
+
+def account_roots(home: str, platform: Platform) -> RootSet:
+    """Roots of one account's home in the system profile: the defaults below the home the
+    account database names. No environment is read — the service's is not the user's, and
+    the user's (``CODEX_HOME``, ``CLAUDE_CONFIG_DIR``...) is invisible to it."""
+    flavour = Flavour(platform)
+    return RootSet(
+        flavour=flavour,
+        explicit=True,
+        home=home,
+        codex_home=flavour.join(home, ".codex"),
+        codex_home_found_by="codex_home",
+        data_home=default_data_home(flavour, home),
+        home_found_by="home",
+        data_home_found_by="data_home",
+    )

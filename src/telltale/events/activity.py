@@ -286,13 +286,14 @@ def activity_line(obs: Observation, *, content: str, observed_at: str) -> bytes:
     return _encode(_activity(obs, content, observed_at))
 
 
-def activity_lines(observations: Sequence[Observation], content: str, observed_at: str) -> list[bytes]:
-    """The encoded documents of a batch of observations (the scan's hot loop)."""
+def activity_lines(observations: Sequence[Observation], content: str, observed_at: str, user: str = "") -> list[bytes]:
+    """The encoded documents of a batch of observations (the scan's hot loop); ``user`` is
+    the account of their store (empty: the account Telltale runs as)."""
     encode, build = _encode, _activity
-    return [encode(build(obs, content, observed_at)) for obs in observations]
+    return [encode(build(obs, content, observed_at, user)) for obs in observations]
 
 
-def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
+def _activity(obs: Observation, content: str, observed_at: str, user_name: str = "") -> _Document:
     ctx = _context(obs, content)
     family = obs.family
     action = action_of(obs)
@@ -339,7 +340,7 @@ def _activity(obs: Observation, content: str, observed_at: str) -> _Document:
         attributes=attributes,
         ambiguous=list(obs.ambiguous) if obs.ambiguous else None,
     )
-    host, user, observer = host_raw()
+    host, user, observer = host_raw(user_name)
     doc = _Document(
         host=host, user=user, observer=observer, timestamp=timestamp or observed_at, event=event, telltale=tt,
         message=action,

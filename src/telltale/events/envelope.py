@@ -38,15 +38,23 @@ def path_hash(path: str) -> str:
 
 
 @cache
-def host_fields() -> dict[str, Any]:
-    name = socket.gethostname()
+def process_user() -> str:
+    """The account Telltale runs as: ``user.name`` of every event not about a store found in
+    another account's home (the system profile tags those with their account)."""
     try:
-        user = getpass.getuser()
+        return getpass.getuser()
     except (KeyError, OSError):
-        user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+        return str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+
+
+@cache
+def host_fields(user: str = "") -> dict[str, Any]:
+    """The host, user and observer objects; ``user`` empty means :func:`process_user`.
+    Shared between documents: never modify them in place."""
+    name = socket.gethostname()
     return {
         "host": {"name": name, "hostname": name},
-        "user": {"name": user},
+        "user": {"name": user or process_user()},
         "observer": {
             "vendor": "Telltale",
             "product": "telltale",
@@ -65,8 +73,10 @@ def base_event(
     kind: str = "event",
     timestamp: str | None,
     observed_at: str,
+    user: str = "",
 ) -> dict[str, Any]:
-    """A fresh envelope. ``timestamp`` is source time; without it, observed time is used."""
+    """A fresh envelope. ``timestamp`` is source time; without it, observed time is used.
+    ``user``: the account of the store the event is about (empty: :func:`process_user`)."""
     doc: dict[str, Any] = {
         "@timestamp": timestamp or observed_at,
         "event": {
@@ -82,14 +92,22 @@ def base_event(
             "time_source": "source" if timestamp else "observed",
         },
     }
-    doc.update(host_fields())
+    doc.update(host_fields(user))
+    return doc
+
+
+def with_user(doc: dict[str, Any], user: str) -> dict[str, Any]:
+    """``doc`` with ``user.name`` set to ``user`` (unchanged when ``user`` is empty): the
+    pipeline stamps what it emits about a store with the store's account."""
+    if user:
+        doc["user"] = host_fields(user)["user"]
     return doc
 
 
 @cache
-def host_raw() -> tuple[msgspec.Raw, msgspec.Raw, msgspec.Raw]:
+def host_raw(user: str = "") -> tuple[msgspec.Raw, msgspec.Raw, msgspec.Raw]:
     """The host, user and observer objects pre-encoded, for documents that embed them as
     ``msgspec.Raw`` fields (one encode of the whole line, no splice)."""
-    fields = host_fields()
-    host, user, observer = (msgspec.Raw(msgspec.json.encode(fields[k])) for k in ("host", "user", "observer"))
-    return host, user, observer
+    fields = host_fields(user)
+    host, account, observer = (msgspec.Raw(msgspec.json.encode(fields[k])) for k in ("host", "user", "observer"))
+    return host, account, observer

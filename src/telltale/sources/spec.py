@@ -91,6 +91,8 @@ class Source(msgspec.Struct, frozen=True, kw_only=True):
     ``store_root`` is the directory it was found under (what watch subscribes to);
     ``found_by`` says how (``home``, ``codex_home``, ``data_home``, ``env:CLAUDE_CONFIG_DIR``,
     ``opencode_db``, ``opencode_channel``, ``project:<name>``, ``fixture``, ``explicit_root``).
+    ``user`` is the account whose home it was found in by a system-profile discovery (its
+    events carry it as ``user.name``); empty means the account Telltale runs as.
     """
 
     client: str
@@ -101,6 +103,7 @@ class Source(msgspec.Struct, frozen=True, kw_only=True):
     found_by: str
     device: int = 0
     inode: int = 0
+    user: str = ""
 
     def sort_key(self) -> tuple[str, str, str]:
         return (self.client, self.kind, self.path)
