@@ -225,3 +225,38 @@ def test_user_name_is_identity_kept_under_every_content_mode(tmp_path: Path, con
     assert {e["user"]["name"] for e in activity} == {"root", "alice", "bob"}
     for event in activity:
         assert downgrade(event, "none")["user"] == event["user"]
+
+
+def test_system_scan_takes_one_inventory_per_account(tmp_path: Path) -> None:
+    etc, homes = _fake_host(tmp_path)
+    (tmp_path / "service-home").mkdir()
+    events = _scan(tmp_path, etc)
+    summaries = [e for e in events if e["event"]["action"] == "inventory_summary"]
+    assert sorted(e["user"]["name"] for e in summaries) == ["alice", "bob", "root"]
+    assert len({e["event"]["id"] for e in summaries}) == 3  # equal inventories, one event each
+    per_agent = [e for e in events if e["event"]["action"] == "inventory"]
+    assert {e["user"]["name"] for e in per_agent} == {"alice", "bob", "root"}
+    # unchanged: nothing again; a change in bob's home is bob's inventory only
+    assert [e for e in _scan(tmp_path, etc) if e["event"]["dataset"] == "telltale.inventory"] == []
+    (homes["bob"] / ".vscode" / "extensions" / "openai.chatgpt-1.2.3").mkdir(parents=True)  # Codex installed
+    again = [e for e in _scan(tmp_path, etc, "--install-inventory-interval-seconds", "0")
+             if e["event"]["dataset"] == "telltale.inventory"]
+    assert again and {e["user"]["name"] for e in again} == {"bob"}
+
+
+def test_a_removed_store_is_reported_with_its_account(tmp_path: Path) -> None:
+    etc, homes = _fake_host(tmp_path)
+    (tmp_path / "service-home").mkdir()
+    _scan(tmp_path, etc)
+    (homes["bob"] / ".claude" / "projects" / "-work-p" / "sess-1.jsonl").unlink()
+    removed = [e for e in _scan(tmp_path, etc) if e["event"]["action"] == "source_removed"]
+    assert [e["user"]["name"] for e in removed] == ["bob"]
+
+
+def test_account_of_picks_the_deepest_home() -> None:
+    from telltale.pipeline import _account_of
+
+    homes = (("/home", "x"), ("/home/al", "al"), ("/home/alice/", "alice"))
+    assert _account_of("/home/alice/.claude/p.jsonl", homes) == "alice"
+    assert _account_of("/home/alicex/p.jsonl", homes) == "x"
+    assert _account_of("/srv/p.jsonl", homes) == ""

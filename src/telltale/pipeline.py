@@ -138,6 +138,9 @@ class ScanOptions:
     #: What an output takes, for those that do not take every event (``sinks.select``).
     sink_selectors: dict[str, Any] = field(default_factory=dict)
     outbox_capacity: int = 1_000_000
+    #: (home, account) of every home a system-profile run covers: whose a store that is gone
+    #: was (``source_removed`` carries the account, as the store's other events did).
+    account_homes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -798,11 +801,11 @@ class Scanner:
                 continue
             cursor, updated = row
             jsonl = decode_cursor(cursor)
-            docs.append(source_removed(
+            docs.append(with_user(source_removed(
                 kind=kind, client=_client_of(kind), path=path, cursor=cursor,
                 last_offset=jsonl.offset if jsonl else None, last_line=jsonl.line if jsonl else None,
                 last_scanned_at=_iso(updated), observed_at=observed,
-            ))
+            ), _account_of(path, self.options.account_homes)))
             meta[REMOVED_PREFIX + key] = repr(now).encode()
         return docs, meta, prune
 
@@ -1207,6 +1210,17 @@ def _brief(doc: dict[str, Any], det: Any) -> DetectionBrief:
         where=str(where) if where else None,
         count=int(getattr(det, "count", 1) or 1),
     )
+
+
+def _account_of(path: str, homes: Sequence[tuple[str, str]]) -> str:
+    """The account whose home holds ``path`` (the deepest home that does), or ``""``."""
+    best, owner = -1, ""
+    for home, user in homes:
+        prefix = home.rstrip("/\\")
+        inside = path == prefix or (path.startswith(prefix) and path[len(prefix)] in "/\\")
+        if inside and len(prefix) > best:
+            best, owner = len(prefix), user
+    return owner
 
 
 def _reset_event(source: Source, restart: Restart) -> dict[str, Any]:

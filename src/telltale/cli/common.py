@@ -277,8 +277,18 @@ def scan_options(args: argparse.Namespace, delivery: Delivery | None = None, **e
         window_bytes=args.window_bytes,
         remote_sinks=delivery.names if feed and delivery is not None else (),
         sink_selectors=delivery.selectors() if feed and delivery is not None else {},
+        account_homes=_account_homes(args),
         **extra,
     )
+
+
+def _account_homes(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """The system profile's (home, account) pairs, for events about stores that are gone."""
+    if getattr(args, "profile", None) != "system" or args.root != ".":
+        return ()
+    from telltale.discovery.accounts import scanned_homes
+
+    return tuple((home.home, home.user) for home in scanned_homes(os.environ))
 
 
 def _group_id(group: str | None) -> int | None:

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from telltale.discovery.api import UserHome
-from telltale.discovery.roots import EnvView, Flavour, Platform
+from telltale.discovery.roots import EnvView, Flavour, Platform, current_platform
 from telltale.discovery.walk import Probe
 
 #: Environment variable naming an /etc-like directory (``passwd``, ``login.defs``) read
@@ -158,3 +158,12 @@ def select_homes(accounts: Iterable[Account], uid_min: int, probe: Probe) -> lis
                 seen_dirs.add((st.st_dev, st.st_ino))
         out.append(UserHome(user=account.name, home=home, status=reason or SCANNED, uid=account.uid))
     return out
+
+
+def scanned_homes(env: Mapping[str, str]) -> list[UserHome]:
+    """The homes a system-profile run covers on this host (for steps other than discovery,
+    such as the inventory; discovery reports the skipped accounts too)."""
+    flavour = Flavour(current_platform())
+    probe = Probe(flavour)
+    accounts, uid_min = host_accounts(probe, EnvView(env, flavour.platform))
+    return [home for home in select_homes(accounts, uid_min, probe) if home.status == SCANNED]

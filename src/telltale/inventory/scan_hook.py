@@ -46,6 +46,8 @@ def inventory_hook(args: argparse.Namespace) -> Hook | None:
     if getattr(args, "install_inventory_disabled", False) or getattr(args, "client", None):
         return None
     root = getattr(args, "root", ".")
+    if root in (None, ".") and getattr(args, "profile", None) == "system":
+        return per_account_hook(max(float(interval), 0.0))
     if root in (None, "."):
         def snapshot() -> InventorySnapshot:
             from telltale.inventory.snapshot import take_inventory
@@ -62,14 +64,65 @@ def inventory_hook(args: argparse.Namespace) -> Hook | None:
     return InventoryEmitter(snapshot, max(float(interval), 0.0)).events
 
 
+def per_account_hook(interval: float) -> Hook:
+    """The system profile's inventory: one per local account's home (the homes discovery
+    scans), each remembered under its own keys and its events carrying the account's
+    ``user.name``. Like discovery, no user's environment is read; the host's PATH and
+    system-wide locations are probed for every home (what is installed there is installed
+    for each user)."""
+    from telltale.discovery.accounts import scanned_homes
+
+    def snapshot_of(home: str) -> Callable[[], InventorySnapshot]:
+        def snapshot() -> InventorySnapshot:
+            from telltale.inventory.snapshot import take_inventory
+
+            return take_inventory(home, {}, sys.platform, path_env=os.environ.get("PATH", ""))
+        return snapshot
+
+    emitters = [InventoryEmitter(snapshot_of(h.home), interval, user=h.user) for h in scanned_homes(os.environ)]
+
+    def events(state: Any, observed_at: str) -> tuple[list[dict[str, Any]], Commit | None]:
+        docs: list[dict[str, Any]] = []
+        commits: list[WindowCommit] = []
+        for emitter in emitters:
+            more, commit = emitter.events(state, observed_at)
+            docs.extend(more)
+            if isinstance(commit, WindowCommit):
+                commits.append(commit)
+        return docs, (_joined(commits) if commits else None)
+
+    return events
+
+
+def _joined(commits: list[WindowCommit]) -> WindowCommit:
+    """One commit installing every account's meta entries and running each one's ``after``."""
+    meta: dict[str, bytes | None] = {}
+    for commit in commits:
+        meta.update(commit.meta)
+
+    def after(conn: Any) -> None:
+        for commit in commits:
+            if commit.after is not None:
+                commit.after(conn)
+
+    return WindowCommit(meta, after)
+
+
 class InventoryEmitter:
-    """Remembers the last digest and run time (in the state store when there is one)."""
+    """Remembers the last digest and run time (in the state store when there is one).
+
+    ``user``: the account whose home the snapshot inspects (system profile); its keys in the
+    state and its event ids are the account's own, its events carry it as ``user.name``.
+    """
 
     def __init__(self, snapshot: Callable[[], InventorySnapshot], interval: float,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, *, user: str = "") -> None:
         self.snapshot = snapshot
         self.interval = interval
         self.clock = clock
+        self.user = user
+        suffix = f":{user}" if user else ""
+        self._digest_key, self._run_key = META_DIGEST + suffix, META_LAST_RUN + suffix
         self._digest: str | None = None
         self._last_run: float | None = None
 
@@ -83,7 +136,7 @@ class InventoryEmitter:
     def _events(self, state: _State | None, observed_at: str) -> tuple[list[dict[str, Any]], Commit | None]:
         last_digest, last_run = self._digest, self._last_run
         if state is not None:
-            raw_digest, raw_run = state.meta(META_DIGEST), state.meta(META_LAST_RUN)
+            raw_digest, raw_run = state.meta(self._digest_key), state.meta(self._run_key)
             last_digest = raw_digest.decode() if raw_digest else None
             last_run = _float(raw_run)
         now = self.clock()
@@ -104,24 +157,28 @@ class InventoryEmitter:
         # recorded later would let a killed scan's successor emit the same inventory again.
         meta: dict[str, bytes | None] = {}
         if state is not None:
-            meta[META_LAST_RUN] = repr(now).encode()
+            meta[self._run_key] = repr(now).encode()
             if emit:
-                meta[META_DIGEST] = digest.encode()
-        events = inventory_events(snap, observed_at=observed_at, previous_digest=last_digest) if emit else []
+                meta[self._digest_key] = digest.encode()
+        events = []
+        if emit:
+            events = inventory_events(snap, observed_at=observed_at, previous_digest=last_digest, user=self.user)
         return events, WindowCommit(meta, remember)
 
 
 def inventory_events(
-    snapshot: InventorySnapshot, *, observed_at: str, previous_digest: str | None
+    snapshot: InventorySnapshot, *, observed_at: str, previous_digest: str | None, user: str = ""
 ) -> list[dict[str, Any]]:
-    """One ``inventory`` event per agent and one ``inventory_summary``; ids follow the digest."""
+    """One ``inventory`` event per agent and one ``inventory_summary``; ids follow the digest
+    (and the account, when one home of several was inspected)."""
     from telltale.events.envelope import base_event, host_fields
 
     digest = snapshot.digest()
     host = str(host_fields().get("host", {}).get("name", ""))
+    scope = (host, user) if user else (host,)
 
     def event_id(*parts: str) -> str:
-        return hashlib.blake2b("\x1f".join(("inventory", host, digest, *parts)).encode(), digest_size=16).hexdigest()
+        return hashlib.blake2b("\x1f".join(("inventory", *scope, digest, *parts)).encode(), digest_size=16).hexdigest()
 
     docs: list[dict[str, Any]] = []
     for agent in snapshot.agents:
@@ -132,6 +189,7 @@ def inventory_events(
             kind="state",
             timestamp=None,
             observed_at=observed_at,
+            user=user,
         )
         doc["event"].update({"category": ["host", "package"], "type": ["info"]})
         doc["telltale"]["inventory"] = {"digest": digest, **msgspec.to_builtins(agent)}
@@ -146,6 +204,7 @@ def inventory_events(
         kind="state",
         timestamp=None,
         observed_at=observed_at,
+        user=user,
     )
     summary["event"].update({"category": ["host", "package"], "type": ["info"]})
     summary["telltale"]["inventory"] = {
