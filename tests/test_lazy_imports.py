@@ -16,12 +16,13 @@ from pathlib import Path
 
 from telltale.cli.main import COMMAND_MODULES, COMMANDS
 
-#: What a no-change scan must never import (each is imported when a changed source is read).
-#: (YAML and the rule loader are not in it: the configuration roots' reader imports YAML,
-#: and finding the pack's drop-in files imports the loader.)
+#: What a no-change scan must never import (each is imported when a changed source is read,
+#: when a configuration file exists, or when there is something to show on a terminal).
 HEAVY = (
-    "hyperscan", "tree_sitter", "tree_sitter_bash", "telltale.detect.engine",
-    "telltale.normalize.stage", "telltale.events.activity", "telltale.inventory.snapshot",
+    "hyperscan", "tree_sitter", "tree_sitter_bash", "telltale.detect.engine", "telltale.detect.loader",
+    "telltale.detect.ledger", "telltale.normalize.stage", "telltale.events.activity",
+    "telltale.inventory.snapshot", "yaml", "rich", "telltale.cli.summary", "telltale.delivery",
+    "telltale.sinks.config", "telltale.sinks.outbox", "concurrent.futures", "multiprocessing",
 )  # fmt: skip
 
 
@@ -33,13 +34,18 @@ def _loaded(code: str, env: dict[str, str] | None = None) -> set[str]:
     return set(json.loads(out.strip().splitlines()[-1]))
 
 
-#: Agents whose packages follow the specs-only rule (docs/adapters.md). An agent added
-#: later belongs here too once its package does: it is listed, not discovered, so that
-#: an agent landing with eager imports is a start-up cost to fix, not a red build.
+#: Every agent package follows the specs-only rule (docs/adapters.md).
 LAZY_AGENTS = (
-    "aider", "antigravity", "claude", "cline", "codex", "continue_", "copilot", "crush", "cursor", "gemini",
-    "goose", "kilo", "openclaw", "opencode", "qwen",
+    "aider", "amp", "antigravity", "claude", "cline", "codex", "continue_", "copilot", "crush", "cursor", "droid",
+    "gemini", "goose", "kilo", "kiro", "openclaw", "opencode", "qwen", "trae", "windsurf", "zed",
 )  # fmt: skip
+
+
+def test_every_agent_package_is_listed() -> None:
+    import telltale.sources as sources
+
+    packages = {p.name for p in Path(sources.__file__).parent.iterdir() if (p / "__init__.py").exists()}
+    assert packages == set(LAZY_AGENTS)
 
 
 def _adapter_modules() -> set[str]:

@@ -22,14 +22,12 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
 from telltale import faults
-from telltale.detect.ledger import AlertBatch
 from telltale.errors import OutputError, SourceError, StateError, UnsupportedSource
 from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now, with_user
 from telltale.events.health import (
@@ -54,12 +52,16 @@ from telltale.index.documents import event_id_of
 from telltale.index.upkeep import index_window
 from telltale.model import Observation, Quarantine
 from telltale.readers.jsonl import Restart, decode_cursor, encode_cursor
-from telltale.sinks import outbox
 from telltale.sinks.jsonl import JsonlSink
 from telltale.sources.base import AcquireContext, HistoryMode, SourceHealth
 from telltale.sources.registry import adapter_for, spec_for, unsupported_reason
 from telltale.sources.spec import Source
 from telltale.state import CursorUpdate, PendingWindow, StateStore, note_sqlite_open, source_key
+
+if TYPE_CHECKING:  # a scan with nothing new imports neither (see docs/performance.md)
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from telltale.detect.ledger import AlertBatch
 
 #: ``--log-path -``: events go to stdout; the state is only read (no cursor advances, nothing
 #: is queued or indexed), and what one process has emitted is remembered in memory.
@@ -338,8 +340,16 @@ class _Window:
         #: State ``meta`` entries installed with this window's cursors (``None`` deletes).
         self.meta: dict[str, bytes | None] = {}
         self.sources = 0
-        #: Alerts folded per (session, rule) until this window's events are staged.
-        self.alerts = AlertBatch()
+        self._alerts: AlertBatch | None = None
+
+    @property
+    def alerts(self) -> AlertBatch:
+        """Alerts folded per (session, rule) until this window's events are staged."""
+        if self._alerts is None:
+            from telltale.detect.ledger import AlertBatch
+
+            self._alerts = AlertBatch()
+        return self._alerts
 
     def add(self, items: list[Item]) -> None:
         self.extend([event_id for event_id, _ in items], [line for _, line in items])
@@ -418,6 +428,8 @@ class Scanner:
                 index_schema.ensure(conn)
                 index_schema.set_meta(conn, "log_path", os.path.abspath(options.log_path))
                 if options.remote_sinks:
+                    from telltale.sinks import outbox
+
                     outbox.ensure_schema(conn)
 
     def close(self) -> None:
@@ -977,7 +989,15 @@ class Scanner:
             if extra_commit is not None:
                 extra_commit(conn)
 
+        if wait and self._writer is None:
+            # One window and nothing else in flight (a scan with nothing new writes only its
+            # summary): written here, in the same order, without starting a writer thread.
+            self.sink.write(window.lines)
+            self.state.commit_window(pending, in_commit)
+            return len(window.lines)
         if self._writer is None:
+            from concurrent.futures import ThreadPoolExecutor
+
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="telltale-writer")
         self._inflight = (self._writer.submit(self.sink.write, window.lines), pending, in_commit)
         if wait:
@@ -1015,6 +1035,8 @@ class Scanner:
         sinks = self.options.remote_sinks
         if not sinks or not items:
             return
+        from telltale.sinks import outbox
+
         if outbox.capacity_exceeded(conn, self.options.outbox_capacity):
             self.outbox_full = True
             return

@@ -38,16 +38,81 @@ def check_write_paths(
     for label, path in labelled.items():
         _check_kind(label, path, resolved[label])
     _check_distinct(state_path, log_path, resolved["--state-path"], resolved["--log-path"])
-    dirs = {os.path.realpath(d) for d in stores}
+    dirs = _StoreDirs(stores)
     for label, path in labelled.items():
         target = resolved[label]
-        for d in sorted(dirs):
-            if target == d or target.startswith(d.rstrip(os.sep) + os.sep):
-                shown = f" (resolves to {target})" if target != os.path.abspath(path) else ""
-                raise UsageError(
-                    f"{label} {path}{shown} is inside a scanned session store ({d}); choose a path outside it"
-                )
+        inside = dirs.containing(target)
+        if inside:
+            shown = f" (resolves to {target})" if target != os.path.abspath(path) else ""
+            raise UsageError(
+                f"{label} {path}{shown} is inside a scanned session store ({inside}); choose a path outside it"
+            )
     _check_log_content(log_path, resolved["--log-path"])
+
+
+class _StoreDirs:
+    """Store directories, each as it can be compared with a resolved path cheaply.
+
+    One that exists is kept as its identity (device, inode: one ``stat``); one that does
+    not (a root where a store may appear) as its resolved path, resolving only its nearest
+    existing ancestor (shared by many, resolved once). Resolving hundreds of store
+    directories component by component was most of a no-change scan's placement check.
+    """
+
+    def __init__(self, stores: Iterable[str]) -> None:
+        self.identities: dict[tuple[int, int], str] = {}
+        self.paths: set[str] = set()
+        resolved_parents: dict[str, str] = {}
+        for d in set(stores):
+            try:
+                st = os.stat(d)
+            except OSError:
+                self.paths.add(_resolve_missing(d, resolved_parents))
+            else:
+                self.identities.setdefault((st.st_dev, st.st_ino), d)
+
+    def containing(self, target: str) -> str | None:
+        """The resolved store directory (the first in name order) that is, or holds, the
+        resolved path ``target``; ``None`` when there is none."""
+        found = [
+            p for p in self.paths if target == p or target.startswith(p.rstrip(os.sep) + os.sep)
+        ]
+        node = target
+        while True:
+            try:
+                st = os.stat(node)
+            except OSError:
+                pass
+            else:
+                d = self.identities.get((st.st_dev, st.st_ino))
+                if d is not None:
+                    found.append(os.path.realpath(d))
+            parent = os.path.dirname(node)
+            if parent == node:
+                break
+            node = parent
+        return min(found) if found else None
+
+
+def _resolve_missing(path: str, memo: dict[str, str]) -> str:
+    """``os.path.realpath`` of a path that does not exist: its nearest existing ancestor
+    resolved (memoised), the missing rest appended as it is."""
+    path = os.path.abspath(path)
+    if ".." in path.split(os.sep):
+        return os.path.realpath(path)
+    missing: list[str] = []
+    node = path
+    while node not in memo:
+        parent, name = os.path.split(node)
+        if not name or os.path.lexists(node):
+            memo[node] = os.path.realpath(node)
+            break
+        missing.append(node)
+        node = parent
+    for child in reversed(missing):  # each missing directory on the way, resolved once
+        memo[child] = os.path.join(memo[node], os.path.basename(child))
+        node = child
+    return memo[path]
 
 
 def _resolve(label: str, path: str) -> str:

@@ -18,7 +18,6 @@ from telltale.cli.paths import (
     profile_state_path,
 )
 from telltale.config.roots import add_config_root_arguments, roots_from_args
-from telltale.delivery import Delivery
 from telltale.discovery import DiscoveryOptions, DiscoveryResult, check_root, discover
 from telltale.errors import UsageError
 from telltale.events.envelope import ContentMode
@@ -28,6 +27,7 @@ from telltale.placement import check_write_paths
 from telltale.state import check_state_file, state_errors
 
 if TYPE_CHECKING:  # the loader imports YAML and RE2: a no-change scan never needs them
+    from telltale.delivery import Delivery
     from telltale.detect.loader import LoadIssue, RuleSet
 
 __all__ = ["default_log_path", "default_state_dir", "default_state_path"]
@@ -176,7 +176,7 @@ def pack_inputs(args: argparse.Namespace) -> Any:
     """The effective pack's files: ``rules.d``, ``overrides.d``, ``policies.d`` and
     ``allowlists.d`` of the configuration roots, then ``--rules`` and ``--allowlist``."""
     from telltale.config.roots import roots_from_args
-    from telltale.detect.pack import inputs_from_roots
+    from telltale.detect.inputs import inputs_from_roots
 
     return inputs_from_roots(
         roots_from_args(args),
@@ -241,9 +241,16 @@ def _pack_cache_path(args: argparse.Namespace) -> str | None:
     return os.path.join(directory, "rules.cache") if os.path.isdir(directory) else None
 
 
-def load_delivery(args: argparse.Namespace) -> Delivery:
-    """The outputs: ``--outputs FILE`` alone, else every root's outputs.yaml and outputs.d/ merged."""
-    return Delivery.load(getattr(args, "outputs", None), roots_from_args(args))
+def load_delivery(args: argparse.Namespace) -> Delivery | None:
+    """The outputs: ``--outputs FILE`` alone, else every root's outputs.yaml and outputs.d/ merged;
+    ``None`` when no outputs file exists anywhere (the sinks are then never imported)."""
+    path = getattr(args, "outputs", None)
+    roots = roots_from_args(args)
+    if path is None and not roots.files("outputs.yaml") and not roots.dropins("outputs.d"):
+        return None
+    from telltale.delivery import Delivery
+
+    return Delivery.load(path, roots)
 
 
 def is_stdout_log(args: argparse.Namespace) -> bool:

@@ -30,7 +30,6 @@ from telltale.cli.common import (
     state_lock,
 )
 from telltale.config.settings import apply_settings, configurable
-from telltale.delivery import deliver_after_scan
 from telltale.errors import StateLocked, UsageError
 from telltale.events.redaction import redact, redact_document
 from telltale.exitcodes import ExitCode
@@ -215,6 +214,8 @@ def _locked_scan(
             result = scanner.scan(discovery.sources, discovery_errors=errors)
         delivered: dict[str, Any] = {}
         if options.remote_sinks and result.interrupted is None:
+            from telltale.delivery import deliver_after_scan
+
             with _delivering(delivery.names, args.delivery_seconds, show=show_progress):
                 delivered = deliver_after_scan(
                     delivery, scanner, options.state_path, seconds=args.delivery_seconds, stop=stop.event.is_set
@@ -222,15 +223,18 @@ def _locked_scan(
     finally:
         stop.scanner = None
         scanner.close()
-    from telltale.cli.summary import RunInfo  # rich is imported once there is something to show
-
     out = sys.stderr if is_stdout_log(args) else sys.stdout  # stdout carries the events
-    info = RunInfo(
-        log_path=options.log_path, content=options.content, delivery=delivered,
-        delivery_seconds=args.delivery_seconds, verbose=args.verbose,
-        at=started if args.interval_seconds is not None else None,
-    )
-    _print_summary(result, info, as_json=args.json or not is_tty(out), out=out)
+    if args.json or not is_tty(out):
+        _print_json(result, delivered, out)
+    else:
+        from telltale.cli.summary import RunInfo  # rich is imported once there is something to show
+
+        info = RunInfo(
+            log_path=options.log_path, content=options.content, delivery=delivered,
+            delivery_seconds=args.delivery_seconds, verbose=args.verbose,
+            at=started if args.interval_seconds is not None else None,
+        )
+        _print_summary(result, info, out=out)
     if result.interrupted is not None:
         _say(_interrupted_line(result, options))
         return _INTERRUPTED_EXIT.get(result.interrupted["signal"], ExitCode.SIGINT)
@@ -421,14 +425,16 @@ def _stat_size(path: str) -> int:
         return 0
 
 
-def _print_summary(result: ScanResult, info: Any, *, as_json: bool, out: Any) -> None:
-    if as_json:
-        summary = result.as_dict()
-        if info.delivery:
-            summary["delivery"] = info.delivery
-        summary = redact_document(summary)  # what is printed passes the same redactor as events
-        out.write(msgspec.json.encode(summary).decode() + "\n")
-        return
+def _print_json(result: ScanResult, delivered: dict[str, Any], out: Any) -> None:
+    """The summary as one JSON line (``--json``, or not a terminal: cron, a pipe)."""
+    summary = result.as_dict()
+    if delivered:
+        summary["delivery"] = delivered
+    summary = redact_document(summary)  # what is printed passes the same redactor as events
+    out.write(msgspec.json.encode(summary).decode() + "\n")
+
+
+def _print_summary(result: ScanResult, info: Any, *, out: Any) -> None:
     from rich.console import Console
 
     from telltale.cli.summary import is_quiet, print_summary, quiet_line

@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
                 scanner.options = dataclasses.replace(base, targeted=request.targeted)
                 result = scanner.scan(request.sources, discovery_errors=request.discovery_errors)
                 delivered: dict[str, Any] = {}
-                if options.remote_sinks:
+                if options.remote_sinks and delivery is not None:
                     from telltale.delivery import deliver_after_scan
 
                     delivered = deliver_after_scan(  # a stop ends the wait; events stay queued

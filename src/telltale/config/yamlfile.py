@@ -14,12 +14,11 @@ a mapping key that is not a string is an error (configuration keys are names).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from telltale.errors import ConfigError
 
@@ -70,43 +69,46 @@ class YamlDoc:
                 raise self.error("unknown key", *keys, key)
 
 
-class _LineLoader(yaml.SafeLoader):
-    """The safe loader, recording the line of every key and item as it constructs."""
+@functools.cache
+def _loader_class() -> Any:
+    """The safe loader, recording the line of every key and item as it constructs. Built
+    on first use: PyYAML is imported only when a configuration file is read (a scheduled
+    scan with no configuration file never pays for it)."""
+    import yaml
 
-    def __init__(self, stream: Any) -> None:
-        super().__init__(stream)
-        self.positions: dict[int, dict[Any, int]] = {}
+    class _LineLoader(yaml.SafeLoader):
+        def __init__(self, stream: Any) -> None:
+            super().__init__(stream)
+            self.positions: dict[int, dict[Any, int]] = {}
 
+    def construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+        loader.flatten_mapping(node)
+        result: dict[Any, Any] = {}
+        lines: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                raise yaml.constructor.ConstructorError(
+                    None, None,
+                    f"a key must be a name, not {type(key).__name__}"
+                    + (f" (quote it: '{key_node.value}')" if isinstance(key_node, yaml.ScalarNode) else ""),
+                    key_node.start_mark,
+                )
+            if key in result:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            result[key] = loader.construct_object(value_node, deep=True)
+            lines[key] = key_node.start_mark.line + 1
+        loader.positions[id(result)] = lines
+        return result
 
-def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    result: dict[Any, Any] = {}
-    lines: dict[Any, int] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if not isinstance(key, str):
-            raise yaml.constructor.ConstructorError(
-                None, None,
-                f"a key must be a name, not {type(key).__name__}"
-                + (f" (quote it: '{key_node.value}')" if isinstance(key_node, yaml.ScalarNode) else ""),
-                key_node.start_mark,
-            )
-        if key in result:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-        result[key] = loader.construct_object(value_node, deep=True)
-        lines[key] = key_node.start_mark.line + 1
-    loader.positions[id(result)] = lines
-    return result
+    def construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> list[Any]:
+        result = [loader.construct_object(child, deep=True) for child in node.value]
+        loader.positions[id(result)] = {i: child.start_mark.line + 1 for i, child in enumerate(node.value)}
+        return result
 
-
-def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> list[Any]:
-    result = [loader.construct_object(child, deep=True) for child in node.value]
-    loader.positions[id(result)] = {i: child.start_mark.line + 1 for i, child in enumerate(node.value)}
-    return result
-
-
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+    _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence)
+    return _LineLoader
 
 
 def _collect(value: Any, prefix: KeyPath, positions: dict[int, dict[Any, int]], out: dict[KeyPath, int]) -> None:
@@ -126,7 +128,9 @@ def parse_yaml(raw: bytes | str, path: Path) -> YamlDoc:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    loader = _LineLoader(raw)
+    import yaml
+
+    loader = _loader_class()(raw)
     try:
         data = loader.get_single_data()
     except yaml.YAMLError as exc:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+import functools
+import re
+from collections.abc import Callable
 
 import msgspec
 
@@ -80,9 +83,18 @@ class SourceSpec(msgspec.Struct, frozen=True, kw_only=True):
     def matches(self, name: str, parent: str | None = None) -> bool:
         if self.parent_dir is not None and parent != self.parent_dir:
             return False
-        if any(fnmatch.fnmatchcase(name, pat) for pat in self.exclude_patterns):
+        if self.exclude_patterns and _matcher(self.exclude_patterns)(name) is not None:
             return False
-        return any(fnmatch.fnmatchcase(name, pat) for pat in self.file_patterns)
+        return _matcher(self.file_patterns)(name) is not None
+
+
+@functools.cache
+def _matcher(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
+    """One compiled alternation of ``fnmatch`` patterns (case-sensitive, as ``fnmatchcase``):
+    discovery matches every directory entry of every store against them."""
+    if not patterns:
+        return lambda _name: None
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
 
 
 class Source(msgspec.Struct, frozen=True, kw_only=True):

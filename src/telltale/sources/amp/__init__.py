@@ -10,6 +10,9 @@ public third-party parsers (docs/sources/amp.md).
 
 from __future__ import annotations
 
+from typing import Any
+
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec
 
 CLIENT = "amp"
@@ -30,7 +33,11 @@ SPECS = (
     ),
 )
 
-# Imported last: the adapter module imports this package's constants.
-from telltale.sources.amp.threads import AmpThreadAdapter  # noqa: E402
+_LAZY = {"AmpThreadAdapter": ".threads"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
+
 
 __all__ = ["CLIENT", "KIND", "SPECS", "AmpThreadAdapter"]

@@ -11,6 +11,9 @@ available: shapes come from public third-party parsers (docs/sources/droid.md).
 
 from __future__ import annotations
 
+from typing import Any
+
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec
 
 CLIENT = "droid"
@@ -42,8 +45,11 @@ SPECS = (
     ),
 )
 
-# Imported last: the adapter modules import this package's constants.
-from telltale.sources.droid.sessions import DroidSessionAdapter  # noqa: E402
-from telltale.sources.droid.settings import DroidSettingsAdapter  # noqa: E402
+_LAZY = {"DroidSessionAdapter": ".sessions", "DroidSettingsAdapter": ".settings"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
+
 
 __all__ = ["CLIENT", "SESSIONS_KIND", "SETTINGS_KIND", "SPECS", "DroidSessionAdapter", "DroidSettingsAdapter"]

@@ -17,6 +17,9 @@ No real sample was available: shapes come from public third-party parsers
 
 from __future__ import annotations
 
+from typing import Any
+
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec, StoreLayout
 
 CLIENT = "kiro"
@@ -95,10 +98,18 @@ SPECS = (
     ),
 )
 
-# Imported last: the adapter modules import this package's constants.
-from telltale.sources.kiro.cli import KiroCliAdapter  # noqa: E402
-from telltale.sources.kiro.cli_sqlite import KiroSqliteAdapter  # noqa: E402
-from telltale.sources.kiro.ide import KiroIdeChatAdapter, KiroIdeExecutionAdapter, KiroIdeSessionAdapter  # noqa: E402
+_LAZY = {
+    "KiroCliAdapter": ".cli",
+    "KiroSqliteAdapter": ".cli_sqlite",
+    "KiroIdeChatAdapter": ".ide",
+    "KiroIdeExecutionAdapter": ".ide",
+    "KiroIdeSessionAdapter": ".ide",
+}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
+
 
 __all__ = [
     "CLIENT", "SPECS", "KiroCliAdapter", "KiroIdeChatAdapter", "KiroIdeExecutionAdapter", "KiroIdeSessionAdapter",

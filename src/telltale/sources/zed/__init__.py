@@ -11,6 +11,9 @@ third-party parsers (docs/sources/zed.md).
 
 from __future__ import annotations
 
+from typing import Any
+
+from telltale.sources.lazy import export
 from telltale.sources.spec import RootType, SourceSpec, StoreLayout
 
 CLIENT = "zed"
@@ -37,7 +40,11 @@ SPECS = (
     ),
 )
 
-# Imported last: the adapter module imports this package's constants.
-from telltale.sources.zed.threads import ZedThreadsAdapter  # noqa: E402
+_LAZY = {"ZedThreadsAdapter": ".threads"}
+
+
+def __getattr__(name: str) -> Any:
+    return export(__name__, name, _LAZY)
+
 
 __all__ = ["CLIENT", "KIND", "SPECS", "ZedThreadsAdapter"]
