@@ -14,11 +14,16 @@ in session windows in bulk. None of that may change a detection. Two references:
   batches are the same);
 * *one at a time*: one observation per call (no value is ever joined with another);
   equal but for the evidence of sequences, which is kept per call by design.
+
+A batch smaller than ``screen.SCREEN_MIN_BATCH`` is not screened at all (every
+observation is a suspect); here every batch is screened, whatever its size, so the
+screen is what is tested (the fixture below), and one test checks that the threshold
+itself changes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import msgspec
 import pytest
@@ -26,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from telltale.detect import engine as engine_module
+from telltale.detect import screen as screen_module
 from telltale.detect.engine import CHUNK_VALUE_CHARS, DetectionEngine, _cut
 from telltale.detect.fields import FIELD_GETTERS, KIND_FIELDS, field_kind
 from telltale.detect.loader import load_rule_files, load_rule_text
@@ -70,6 +76,13 @@ rules:
 sequences:
   - {id: t.seq, title: t, category: test, score: 10, steps: [[t.starts], [t.equals]], within: {steps: 6}}
 """
+
+@pytest.fixture(autouse=True, scope="module")
+def _screen_every_batch() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(screen_module, "SCREEN_MIN_BATCH", 0)
+        yield
+
 
 DEFAULT = DetectionEngine.load()
 CUSTOM_ENGINE = DetectionEngine(load_rule_text(CUSTOM, "custom.yaml"))
@@ -245,6 +258,26 @@ def test_batch_screening_equals_the_unscreened_path(
     single, single_windows = one_at_a_time(engine, observations)
     assert _without_sequence_evidence(got) == _without_sequence_evidence(single)
     assert _encoded(windows) == _encoded(single_windows)
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=ENGINE_IDS)
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(observations=batches(), split=st.integers(1, 40))
+def test_a_batch_below_the_screening_threshold_gives_what_the_screen_gives(
+    engine: DetectionEngine, observations: list[Observation], split: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parts = [observations[start : start + split] for start in range(0, len(observations), split)]
+    screened: dict[str, SessionWindow] = {}
+    expected = [d for batch in parts for d in engine.evaluate(batch, screened)]
+    monkeypatch.setattr(screen_module, "SCREEN_MIN_BATCH", len(observations) + 1)
+    calls: list[int] = []
+    monkeypatch.setattr(DetectionEngine, "_screen", lambda self, obs: calls.append(len(obs)) or _all_suspect(self, obs))
+    windows: dict[str, SessionWindow] = {}
+    got = [d for batch in parts for d in engine.evaluate(batch, windows)]
+    assert not calls  # no batch was screened
+    assert msgspec.to_builtins(got) == msgspec.to_builtins(expected)
+    assert _encoded(windows) == _encoded(screened)
 
 
 EXAMPLES: list[tuple[dict[str, object], list[str]]] = [

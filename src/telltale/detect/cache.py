@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
-from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,6 +40,8 @@ _MAGIC = b"telltale-rules-cache-1\n"
 #: The modules whose output is cached: a change to any of them is a new cache.
 _CODE = ("loader.py", "literals.py", "literal_scan.py", "model.py", "fields.py")
 _LIBRARIES = ("telltale", "msgspec", "PyYAML", "hyperscan", "google-re2")
+#: Each library's module (its ``__version__``, or for google-re2 its extension's file).
+_MODULES = {"PyYAML": "yaml", "google-re2": "re2._re2"}
 
 
 class _File(msgspec.Struct, array_like=True):
@@ -53,6 +55,24 @@ _file_decoder = msgspec.msgpack.Decoder(_File)
 
 
 def _version(name: str) -> str:
+    """A library as the key names it: its module's ``__version__``, or (google-re2 has
+    none) its extension file's path, size and mtime, which a reinstall changes. Asking
+    ``importlib.metadata`` instead (importing it, searching the path for distributions)
+    cost more than reading the cache saves on a small scan; it is the last resort."""
+    try:
+        module = importlib.import_module(_MODULES.get(name, name))
+    except ImportError:
+        return "-"
+    version = getattr(module, "__version__", None)
+    if isinstance(version, str):
+        return version
+    path = getattr(module, "__file__", None)
+    if path:
+        with contextlib.suppress(OSError):
+            st = os.stat(path)
+            return f"build {path}:{st.st_size}:{st.st_mtime_ns}"
+    from importlib import metadata
+
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:

@@ -189,7 +189,7 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         cache: dict[tuple[str, str], list[Evidence]] = {}
         wheres: dict[str, Anchor] = {}
         self._learn_context(observations, windows)
-        kinds, suspects = self._screen(observations)
+        kinds, suspects = self._suspects(observations)
         # Windows of this batch's sessions, by (client, session id): quiet observations
         # only advance these, so each run of them between two suspects is counted at once.
         sessions: list[tuple[str, str | None]] = []

@@ -78,6 +78,21 @@ def _searcher(rx: Any) -> Searcher:
     return search
 
 
+def _lazy_searcher(pattern: str, cased: bool) -> Searcher:
+    """A searcher that compiles its regex on its first search. A scan runs few of the
+    pack's regexes (only those of candidate rules), and compiling all of them up front was
+    a third of building the engine from the rule-pack cache. The pattern was validated
+    when its rule was loaded (or when the cached rule set was built)."""
+    compiled: list[Searcher] = []
+
+    def search(data: bytes) -> Span | None:
+        if not compiled:
+            compiled.append(_searcher(compile_rule_regex(pattern, cased)))
+        return compiled[0](data)
+
+    return search
+
+
 def _set_matcher(rset: Any) -> Callable[[bytes], list[int] | None]:
     """``data -> atom indices`` for a compiled RE2 Set (direct extension call when verified)."""
     raw = getattr(rset, "_set", None)
@@ -111,8 +126,8 @@ class _Matcher:
     """A compiled ``field|op: values`` test against one field's atoms or regexes."""
 
     __slots__ = (
-        "all", "atom_set", "atoms", "checks", "field", "is_regex", "key", "regex_atoms", "regex_factors", "regexes",
-        "searchers",
+        "all", "atom_set", "atoms", "cased", "checks", "field", "is_regex", "key", "patterns", "regex_atoms",
+        "regex_factors", "searchers",
     )
 
     def __init__(self, field: int, key: str) -> None:
@@ -120,9 +135,12 @@ class _Matcher:
         self.key = key
         self.all = False
         self.is_regex = False
+        self.cased = False
         self.atoms: tuple[int, ...] = ()
         self.atom_set: frozenset[int] = frozenset()
-        self.regexes: tuple[Any, ...] = ()
+        #: The regexes as compiled (``(?m)`` added on a list field).
+        self.patterns: tuple[str, ...] = ()
+        #: Per regex: ``data -> span | None``, compiled on its first search (see :func:`_lazy_searcher`).
         self.searchers: tuple[Searcher, ...] = ()
         # Per regex: the atoms one of which must hit for it to possibly match (or () = none).
         self.regex_atoms: tuple[tuple[int, ...], ...] = ()
@@ -131,6 +149,11 @@ class _Matcher:
         self.regex_factors: tuple[tuple[frozenset[int], ...], ...] = ()
         #: Per regex: (searcher, its factors); see :meth:`seal`.
         self.checks: tuple[tuple[Searcher, tuple[frozenset[int], ...]], ...] = ()
+
+    @property
+    def regexes(self) -> tuple[Any, ...]:
+        """The compiled RE2 objects (compiled now if not yet: introspection and tests)."""
+        return tuple(compile_rule_regex(p, self.cased) for p in self.patterns)
 
     def seal(self) -> None:
         """Precompute the set forms :meth:`test` uses (C-level set tests, no generators)."""
@@ -418,8 +441,9 @@ class MatchMixin:
             # On a list field ``^``/``$`` are line anchors: a regex holds for one item.
             values = [f"(?m){v}" for v in m.values] if multi else list(m.values)
             out.is_regex = True
-            out.regexes = tuple(compile_rule_regex(v, m.cased) for v in values)
-            out.searchers = tuple(_searcher(rx) for rx in out.regexes)
+            out.cased = m.cased
+            out.patterns = tuple(values)
+            out.searchers = tuple(_lazy_searcher(v, m.cased) for v in values)
             out.regex_atoms = tuple(_prefilter_atoms(fx, v) for v in values)
             out.regex_factors = tuple(_factor_atoms(fx, v) for v in values)
         else:

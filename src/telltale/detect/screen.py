@@ -28,6 +28,12 @@ CHUNK_CHARS = 262_144
 #: Values joined in one Set match at most, and at first.
 CHUNK_MAX_VALUES = 256
 CHUNK_FIRST_VALUES = 16
+#: A smaller batch is not screened: every observation takes the exact per-value path.
+#: Screening has a fixed cost per batch and per field (grouping, gathering, joining), and
+#: real transcripts come in small batches (one per file: a median of 10 observations on
+#: the corpus trees) of long values (whole files in tool results) that hit often; there
+#: the exact path alone costs 40-60% less CPU (``bench/bench_corpus.py``, the detect stage).
+SCREEN_MIN_BATCH = 256
 
 
 def _queue(pending: dict[int, tuple[list[int], list[str]]], key: int, indices: list[int], texts: list[str]) -> None:
@@ -47,6 +53,13 @@ class ScreenMixin:
 
     _fields: list[_FieldIndex | None]
     _probes: tuple[tuple[_Probe, ...], ...]
+
+    def _suspects(self, observations: Sequence[Observation]) -> tuple[list[int], bytearray]:
+        """Kind of each observation and the suspects: a large batch screened
+        (:meth:`_screen`), a small one all suspects (see :data:`SCREEN_MIN_BATCH`)."""
+        if len(observations) < SCREEN_MIN_BATCH:
+            return list(map(field_kind, observations)), bytearray(b"\x01") * len(observations)
+        return self._screen(observations)
 
     def _screen(self, observations: Sequence[Observation]) -> tuple[list[int], bytearray]:
         """Kind of each observation, and which ones may make a rule a candidate.
