@@ -13,12 +13,16 @@ import getpass
 import json
 import ntpath
 import os
+import queue
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from scan_helpers import read_events, run_cli, write_claude_session
+from scan_helpers import cli_env, read_events, run_cli, write_claude_session
 from telltale.discovery import DiscoveryOptions, discover
 from telltale.discovery.accounts import (
     ACCOUNTS_ETC_ENV,
@@ -260,3 +264,95 @@ def test_account_of_picks_the_deepest_home() -> None:
     assert _account_of("/home/alice/.claude/p.jsonl", homes) == "alice"
     assert _account_of("/home/alicex/p.jsonl", homes) == "x"
     assert _account_of("/srv/p.jsonl", homes) == ""
+
+
+def test_system_watch_attributes_appends_and_new_sessions_to_their_account(tmp_path: Path) -> None:
+    """``watch --profile system`` (what the system service runs): the stores of every scanned
+    home are watched, an append is read as its account's, and a session created in a new
+    project directory of another home is found by rediscovery and is that account's."""
+    from test_watch_cli import FAST
+
+    etc, homes = _fake_host(tmp_path)
+    service_home, out = tmp_path / "service-home", tmp_path / "out"
+    service_home.mkdir()
+    cmd = [sys.executable, "-m", "telltale", "watch", "--profile", "system", "--log-path", str(out / "e.jsonl"),
+           "--state-path", str(out / "s.sqlite"), "--install-inventory-disabled", "--json", "--iterations", "2", *FAST]
+    proc = subprocess.Popen(cmd, env=cli_env(service_home, {ACCOUNTS_ETC_ENV: str(etc)}), cwd=str(service_home),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or ()], daemon=True).start()
+
+    def next_scan() -> dict[str, Any]:
+        try:
+            summary: dict[str, Any] = json.loads(lines.get(timeout=30))
+        except queue.Empty:
+            proc.kill()
+            raise AssertionError(f"no scan within 30s: {proc.communicate()[1]}") from None
+        return summary
+
+    def new_activity(before: int) -> list[dict[str, Any]]:
+        return [e for e in read_events(out / "e.jsonl")[before:] if e["event"]["dataset"] == "telltale.activity"]
+
+    try:
+        assert next_scan()["trigger"] == ["initial"]
+        initial = new_activity(0)
+        assert {e["user"]["name"] for e in initial} == {"root", "alice", "bob"}
+        seen = len(read_events(out / "e.jsonl"))
+        write_claude_session(homes["bob"], "-work-p", "sess-1", 1, start=5)
+        assert next_scan()["targeted"] is True
+        appended = new_activity(seen)
+        assert appended and {e["user"]["name"] for e in appended} == {"bob"}
+        seen = len(read_events(out / "e.jsonl"))
+        write_claude_session(homes["alice"], "-work-new", "sess-new", 1)
+        assert "rediscovery" in next_scan()["trigger"]
+        created = new_activity(seen)
+        assert created and {(e["user"]["name"], e["gen_ai"]["conversation"]["id"]) for e in created} == {
+            ("alice", "sess-new")}
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_system_service_unit_scans_every_home_and_the_siem_gets_each_users_detections(tmp_path: Path) -> None:
+    """The ``--system`` timer unit's ExecStart, run as it is (CI has no systemd, DECISIONS), over
+    a host of several accounts: the local log gets every account's activity, an OTLP output
+    configured in the system root with ``content: none`` gets alice's detection with her
+    ``user.name``, and no activity."""
+    pytest.importorskip("opentelemetry.proto")
+    from sink_receivers import OtlpStore, attrs, otlp_http_receiver
+    from test_service_e2e import _exec_start
+
+    etc, _ = _fake_host(tmp_path)
+    service_home, units, config = tmp_path / "service-home", tmp_path / "units", tmp_path / "etc-telltale"
+    service_home.mkdir()
+    run_cli(["service", "install", "--system", "--mode", "timer", "--init", "systemd", "--dest", str(units),
+             "--no-enable"], service_home)
+    argv = _exec_start(units / "telltale.service")
+    assert argv[-4:] == ["scan", "--once", "--profile", "system"]
+    store = OtlpStore()
+    receiver = otlp_http_receiver(store).start()
+    try:
+        (config / "outputs.d").mkdir(parents=True)
+        (config / "outputs.d" / "50-siem.yaml").write_text(
+            f"outputs:\n  siem:\n    type: otlp\n    endpoint: {receiver.url}\n    include: [detection, health]\n"
+            "    content: none\n    timeout: 5\n")
+        (config / "config.yaml").write_text("install_inventory_disabled: true\n")
+        log, state = tmp_path / "var-log" / "events.jsonl", tmp_path / "var-lib" / "state.sqlite"
+        env = {ACCOUNTS_ETC_ENV: str(etc), "TELLTALE_SYSTEM_CONFIG_DIR": str(config),
+               "TELLTALE_LOG_PATH": str(log), "TELLTALE_STATE_PATH": str(state)}
+        proc = subprocess.run(argv, env=cli_env(service_home, env), cwd=str(service_home), capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        receiver.stop()
+    events = read_events(log)
+    assert {e["user"]["name"] for e in events if e["event"]["dataset"] == "telltale.activity"} == {
+        "root", "alice", "bob"}
+    received = [attrs(record) for _, record in store.records]
+    assert {a["event.dataset"] for a in received} == {"telltale.detection", "telltale.health"}
+    detections = [a for a in received if a["event.dataset"] == "telltale.detection"]
+    assert detections and {a["user.name"] for a in detections} == {"alice"}
+    assert not any("get.example.com" in json.dumps(a) for a in detections)  # content none: no command text
+    assert any("get.example.com" in json.dumps(e) for e in events if e["event"]["dataset"] == "telltale.detection")
