@@ -169,7 +169,7 @@ def test_watch_poll_mode_without_native_events(tmp_path: Path) -> None:
     home, out = tmp_path / "home", tmp_path / "out"
     write_claude_session(home, "-work-p", "sess-1", 1)
     db = build(home / ".local" / "share" / "opencode" / "opencode.db", "legacy", wal=True)
-    w = Watch(home, out, "--poll", "--no-native", "--iterations", "3")
+    w = Watch(home, out, "--poll", "--no-native", "--iterations", "5")
     w.summary()
     before = len(acts(w.log))
     write_claude_session(home, "-work-p", "sess-1", 1, start=1)
@@ -188,7 +188,12 @@ def test_watch_poll_mode_without_native_events(tmp_path: Path) -> None:
     write_claude_session(tmp_path / "staging", "-work-q", "sess-2", 1)
     os.replace(tmp_path / "staging" / ".claude" / "projects" / "-work-q", home / ".claude" / "projects" / "-work-q")
     created = w.summary()
+    if not any(s["kind"] == "claude.projects" for s in created["sources"]):
+        # Closing the writer (its -wal/-shm going) may wake one more scan before the rename.
+        created = w.summary()
     assert "rediscovery" in created["trigger"] and "sample" in created["trigger"]
+    assert "claude.projects" in [s["kind"] for s in created["sources"]]
+    w.proc.send_signal(signal.SIGTERM)  # a stop is how a watch normally ends
     assert w.finish() == 0
     events = acts(w.log)
     assert ids_unique(events)
