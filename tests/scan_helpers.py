@@ -95,3 +95,56 @@ def write_claude_session(root: Path, slug: str, session: str, n_turns: int, *, s
                                      {"type": "tool_result", "tool_use_id": f"toolu_{session}_{i}",
                                       "content": f"step {i}\ntotal 0"}]}}) + "\n")
     return path
+
+
+_OPEN_AUDIT = '''
+"""Test seam: record every open of the watched paths (audit hooks see what chmod 0 cannot
+show when the tests run as root)."""
+import os
+import sys
+from urllib.parse import unquote
+
+_WATCHED = set(os.environ["TELLTALE_TEST_OPEN_WATCH"].split(os.pathsep))
+_LOG = os.open(os.environ["TELLTALE_TEST_OPEN_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+
+def _hook(event, args):
+    if event == "open" or event == "sqlite3.connect":
+        path = args[0]
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str):
+            return
+        if event == "sqlite3.connect" and path.startswith("file:"):
+            path = unquote(path[5:].split("?", 1)[0])
+        path = os.path.realpath(path)
+        if path in _WATCHED:
+            os.write(_LOG, (event + " " + path + "\\n").encode())
+
+
+sys.addaudithook(_hook)
+'''
+
+
+def open_audit(tmp: Path, watched: list[Path]) -> tuple[dict[str, str], Path]:
+    """Environment for ``run_cli(extra_env=...)`` under which the CLI records each open (a
+    file open or an SQLite connection) of ``watched``, and the file it records them in.
+
+    ``chmod 0`` proves nothing when the suite runs as root; an audit hook does.
+    """
+    site = tmp / "open-audit-site"
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "sitecustomize.py").write_text(_OPEN_AUDIT)
+    log = tmp / "open-audit.log"
+    log.touch()
+    env = {
+        "PYTHONPATH": f"{site}{os.pathsep}{REPO / 'src'}",
+        "TELLTALE_TEST_OPEN_WATCH": os.pathsep.join(os.path.realpath(p) for p in watched),
+        "TELLTALE_TEST_OPEN_LOG": str(log),
+    }
+    return env, log
+
+
+def opened(log: Path) -> list[str]:
+    """The watched paths opened so far (``event path`` lines), in order."""
+    return log.read_text().splitlines()

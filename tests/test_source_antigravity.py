@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from scan_helpers import read_events, run_cli
+from scan_helpers import open_audit, opened, read_events, run_cli
 from telltale.discovery import DiscoveryOptions, discover
 from telltale.errors import UnsupportedSource
 from telltale.pipeline import Scanner, ScanOptions
@@ -138,44 +138,43 @@ def test_scan_reports_unsupported_once_and_reads_the_plain_log(tmp_path: Path) -
     out = tmp_path / "out"
     log = out / "events.jsonl"
     state = out / "state.sqlite"
-    # The unreadable stores are never opened: with no read permission a read would fail.
-    for name in ("ide_db", "ide_implicit", "cli_pb", "cli_db"):
-        files[name].chmod(0)
-    try:
-        args = ["scan", "--once", "--root", str(tmp_path), "--log-path", str(log), "--state-path", str(state),
-                "--client", "antigravity", "--json"]
-        first = json.loads(run_cli(args, tmp_path).stdout)
-        events = read_events(log)
-        unsupported = [e for e in events if e["event"]["action"] == "source_unsupported"]
-        assert sorted(e["telltale"]["source"]["reason"] for e in unsupported) == [
-            "encrypted", "encrypted", "no_decoder", "no_decoder"
-        ]
-        assert all(e["telltale"]["client"] == "antigravity" for e in unsupported)
-        assert {e["telltale"]["source"]["size"] for e in unsupported} == {300, 500, 216, 116}
-        assert first["sources_unsupported"] == 4
-        assert first["unsupported_reasons"] == {"encrypted": 2, "no_decoder": 2}
-        assert first["scanner_error_count"] == 0
-        prompts = [e for e in events if e["event"]["dataset"] == "telltale.activity"]
-        assert len(prompts) == 2
-        summary = [e for e in events if e["event"]["action"] == "scan_summary"][-1]["telltale"]["scan"]
-        assert summary["sources_unsupported"] == 4
+    # The unreadable stores are never opened (an audit hook in the CLI records each open;
+    # the plain log, which is read, shows the hook works).
+    blind = [files[name] for name in ("ide_db", "ide_implicit", "cli_pb", "cli_db")]
+    audit, opens = open_audit(tmp_path, [*blind, files["history"]])
+    args = ["scan", "--once", "--root", str(tmp_path), "--log-path", str(log), "--state-path", str(state),
+            "--client", "antigravity", "--json"]
+    first = json.loads(run_cli(args, tmp_path, extra_env=audit).stdout)
+    events = read_events(log)
+    unsupported = [e for e in events if e["event"]["action"] == "source_unsupported"]
+    assert sorted(e["telltale"]["source"]["reason"] for e in unsupported) == [
+        "encrypted", "encrypted", "no_decoder", "no_decoder"
+    ]
+    assert all(e["telltale"]["client"] == "antigravity" for e in unsupported)
+    assert {e["telltale"]["source"]["size"] for e in unsupported} == {300, 500, 216, 116}
+    assert first["sources_unsupported"] == 4
+    assert first["unsupported_reasons"] == {"encrypted": 2, "no_decoder": 2}
+    assert first["scanner_error_count"] == 0
+    prompts = [e for e in events if e["event"]["dataset"] == "telltale.activity"]
+    assert len(prompts) == 2
+    summary = [e for e in events if e["event"]["action"] == "scan_summary"][-1]["telltale"]["scan"]
+    assert summary["sources_unsupported"] == 4
 
-        # Re-scan: nothing new; the blind spot is still counted in the summary.
-        second = json.loads(run_cli(args, tmp_path).stdout)
-        again = read_events(log)[len(events):]
-        assert [e["event"]["action"] for e in again] == ["scan_summary"]
-        assert second["sources_unsupported"] == 4 and second["emitted_count"] == 1
+    # Re-scan: nothing new; the blind spot is still counted in the summary.
+    second = json.loads(run_cli(args, tmp_path, extra_env=audit).stdout)
+    again = read_events(log)[len(events):]
+    assert [e["event"]["action"] for e in again] == ["scan_summary"]
+    assert second["sources_unsupported"] == 4 and second["emitted_count"] == 1
 
-        # An appended prompt is read exactly once.
-        with files["history"].open("ab") as fh:
-            fh.write(_prompt("git push --force", 1_780_000_120_000))
-        run_cli(args, tmp_path)
-        third = read_events(log)[len(events) + 1:]
-        texts = [e for e in third if e["event"]["dataset"] == "telltale.activity"]
-        assert len(texts) == 1
-    finally:
-        for name in ("ide_db", "ide_implicit", "cli_pb", "cli_db"):
-            files[name].chmod(0o600)
+    # An appended prompt is read exactly once.
+    with files["history"].open("ab") as fh:
+        fh.write(_prompt("git push --force", 1_780_000_120_000))
+    run_cli(args, tmp_path, extra_env=audit)
+    third = read_events(log)[len(events) + 1:]
+    texts = [e for e in third if e["event"]["dataset"] == "telltale.activity"]
+    assert len(texts) == 1
+    seen = {line.split(" ", 1)[1] for line in opened(opens)}
+    assert seen == {os.path.realpath(files["history"])}
     after = _digest(list(files.values()))
     assert {k: v for k, v in after.items() if k != str(files["history"])} == {
         k: v for k, v in before.items() if k != str(files["history"])

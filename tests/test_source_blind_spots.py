@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from more_agents import tree_digest
-from scan_helpers import read_events, run_cli
+from scan_helpers import open_audit, opened, read_events, run_cli
 from telltale.discovery import DiscoveryOptions, discover
 from telltale.pipeline import Scanner, ScanOptions
 
@@ -83,27 +83,26 @@ def test_scan_reports_each_blind_spot_once_never_opening_encrypted_files(tmp_pat
             str(out / "state.sqlite"), "--json"]
     for client in ("windsurf", "trae", "zed", "kiro"):
         args += ["--client", client]
-    modes = {name: files[name].stat().st_mode for name in ("cascade", "memory", "trae")}
-    for name in modes:
-        files[name].chmod(0)  # a read would fail: they are only stat'ed
-    try:
-        first = json.loads(run_cli(args, tmp_path).stdout)
-        events = read_events(log)
-        reported = {(e["telltale"]["client"], e["telltale"]["source"]["reason"], e["telltale"]["source"]["size"])
-                    for e in events if e["event"]["action"] == "source_unsupported"}
-        assert reported == {("windsurf", "encrypted", 700), ("windsurf", "encrypted", 64),
-                            ("trae", "encrypted", 4096), ("zed", "unknown_format", files["zed"].stat().st_size),
-                            ("kiro", "unknown_format", files["kiro"].stat().st_size)}
-        assert first["sources_unsupported"] == 5
-        assert first["unsupported_reasons"] == {"encrypted": 3, "unknown_format": 2}
-        assert first["scanner_error_count"] == 0
-        assert str(files["cascade"]) not in log.read_text()  # path hashes, never paths
-        second = json.loads(run_cli(args, tmp_path).stdout)
-        assert [e["event"]["action"] for e in read_events(log)[len(events):]] == ["scan_summary"]
-        assert second["sources_unsupported"] == 5
-    finally:
-        for name, mode in modes.items():
-            files[name].chmod(mode)
+    # Never opened: an audit hook in the CLI records each open (chmod 0 shows nothing to root);
+    # the state database, which the scan does open, proves the hook is live.
+    blind = [files[name] for name in ("cascade", "memory", "trae")]
+    audit, opens = open_audit(out, [*blind, out / "state.sqlite"])
+    first = json.loads(run_cli(args, tmp_path, extra_env=audit).stdout)
+    events = read_events(log)
+    reported = {(e["telltale"]["client"], e["telltale"]["source"]["reason"], e["telltale"]["source"]["size"])
+                for e in events if e["event"]["action"] == "source_unsupported"}
+    assert reported == {("windsurf", "encrypted", 700), ("windsurf", "encrypted", 64),
+                        ("trae", "encrypted", 4096), ("zed", "unknown_format", files["zed"].stat().st_size),
+                        ("kiro", "unknown_format", files["kiro"].stat().st_size)}
+    assert first["sources_unsupported"] == 5
+    assert first["unsupported_reasons"] == {"encrypted": 3, "unknown_format": 2}
+    assert first["scanner_error_count"] == 0
+    assert str(files["cascade"]) not in log.read_text()  # path hashes, never paths
+    second = json.loads(run_cli(args, tmp_path, extra_env=audit).stdout)
+    assert [e["event"]["action"] for e in read_events(log)[len(events):]] == ["scan_summary"]
+    assert second["sources_unsupported"] == 5
+    seen = {line.split(" ", 1)[1] for line in opened(opens)}
+    assert seen == {os.path.realpath(out / "state.sqlite")}
     assert tree_digest(tmp_path) == before
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
-from scan_helpers import read_events, run_cli
+from scan_helpers import open_audit, opened, read_events, run_cli
 from telltale.discovery import DiscoveryOptions, discover
 
 CWD_HASH = hashlib.md5(b"/home/dev/app").hexdigest()
@@ -34,19 +35,19 @@ def test_sources_and_scan_report_the_blind_spot_without_opening_it(tmp_path: Pat
     listing = run_cli(["sources", "--json", "--root", str(home), "--client", "cursor"], tmp_path, check=False)
     record = next(json.loads(line) for line in listing.stdout.splitlines() if "store.db" in line)
     assert record["status"] == "unsupported" and record["reason"] == "unknown_format"
-    store.chmod(0)  # never opened: a read would fail
-    try:
-        out = tmp_path / "out"
-        args = ["scan", "--once", "--root", str(home), "--log-path", str(out / "e.jsonl"), "--state-path",
-                str(out / "s.sqlite"), "--client", "cursor", "--json"]
-        summary = json.loads(run_cli(args, tmp_path).stdout)
-        assert summary["sources_unsupported"] == 1 and summary["scanner_error_count"] == 0
-        assert summary["unsupported_reasons"] == {"unknown_format": 1}
-        events = [e for e in read_events(out / "e.jsonl") if e["event"]["action"] == "source_unsupported"]
-        assert [e["telltale"]["source"]["reason"] for e in events] == ["unknown_format"]
-        run_cli(args, tmp_path)
-        again = [e for e in read_events(out / "e.jsonl") if e["event"]["action"] == "source_unsupported"]
-        assert len(again) == 1  # reported once
-    finally:
-        store.chmod(0o644)
+    out = tmp_path / "out"
+    # Never opened: an audit hook in the CLI records each open (chmod 0 shows nothing to
+    # root); the state database, which the scan opens, proves the hook is live.
+    audit, opens = open_audit(tmp_path, [store, out / "s.sqlite"])
+    args = ["scan", "--once", "--root", str(home), "--log-path", str(out / "e.jsonl"), "--state-path",
+            str(out / "s.sqlite"), "--client", "cursor", "--json"]
+    summary = json.loads(run_cli(args, tmp_path, extra_env=audit).stdout)
+    assert summary["sources_unsupported"] == 1 and summary["scanner_error_count"] == 0
+    assert summary["unsupported_reasons"] == {"unknown_format": 1}
+    events = [e for e in read_events(out / "e.jsonl") if e["event"]["action"] == "source_unsupported"]
+    assert [e["telltale"]["source"]["reason"] for e in events] == ["unknown_format"]
+    run_cli(args, tmp_path, extra_env=audit)
+    again = [e for e in read_events(out / "e.jsonl") if e["event"]["action"] == "source_unsupported"]
+    assert len(again) == 1  # reported once
+    assert {line.split(" ", 1)[1] for line in opened(opens)} == {os.path.realpath(out / "s.sqlite")}
     assert store.read_bytes() == before
