@@ -356,3 +356,20 @@ def test_system_service_unit_scans_every_home_and_the_siem_gets_each_users_detec
     assert detections and {a["user.name"] for a in detections} == {"alice"}
     assert not any("get.example.com" in json.dumps(a) for a in detections)  # content none: no command text
     assert any("get.example.com" in json.dumps(e) for e in events if e["event"]["dataset"] == "telltale.detection")
+
+
+def test_sources_table_shows_the_accounts_and_each_stores_user(tmp_path: Path) -> None:
+    import io
+
+    from telltale.cli.sources import write_table
+
+    etc, _ = _fake_host(tmp_path)
+    result = discover(DiscoveryOptions(root=".", env={ACCOUNTS_ETC_ENV: str(etc)}, user_homes=True, platform="linux"))
+    out, err = io.StringIO(), io.StringIO()
+    write_table(result, out, err)
+    text = out.getvalue()
+    assert "Local accounts" in text and "system_account" in text and "missing_home" in text
+    stores = text[text.index("Session stores"):]
+    first_cells = {line.split("│")[1].strip() for line in stores.splitlines() if line.count("│") > 2}
+    assert stores.splitlines()[2].split("┃")[1].strip() == "user"
+    assert {"alice", "bob", "root"} <= first_cells
