@@ -208,6 +208,19 @@ def test_sessions_newest_first_with_counts_and_links(scanned: dict[str, Any]) ->
     sub = by_id[f"{S1}/{AGENT}"]
     assert (sub["parent_session_id"], sub["parent_call_id"]) == (S1, "toolu_task")
     assert by_id[CODEX]["client"] == "codex" and by_id[CODEX]["project"] == "/work/svc"
+    # Risk comes from the session's last rollup in the log (a snapshot: the last one wins).
+    last: dict[str, Any] = {}
+    for e in _all_log_events(scanned):
+        if e["event"]["action"] == "session_risk_summary":
+            r = e["telltale"]["session_risk"]
+            last[e["gen_ai"]["conversation"]["id"]] = {"points": r["total_points"], "severity": r["severity"],
+                                                       "occurrences": r["occurrences"]}  # fmt: skip
+    assert last[S1]["points"] > 0 and set(last) < set(by_id)  # some sessions have no rollup
+    assert {k: r["risk"] for k, r in by_id.items()} == {k: last.get(k) for k in by_id}
+    # --severity: an alert that severe, or a session whose risk band reached it.
+    rank = {"informational": 1, "low": 2, "medium": 3, "high": 4, "critical": 5, None: 0}
+    high = {k for k, r in by_id.items() if max(rank[r["max_severity"]], rank[(r["risk"] or {}).get("severity")]) >= 4}
+    assert {r["session_id"] for r in _json(scanned, "sessions", "--severity", "high")} == high
     only_codex = _json(scanned, "sessions", "--client", "codex")
     assert [r["session_id"] for r in only_codex] == [CODEX]
     assert [r["session_id"] for r in _json(scanned, "sessions", "--project", "svc")] == [CODEX]
@@ -274,6 +287,8 @@ def test_show_orders_nests_subagents_and_inlines_detections(scanned: dict[str, A
     # Plain-text timeline on a (non-)terminal, and the none level hides commands.
     text = run_cli(["show", S1[:13], *scanned["paths"]], scanned["home"]).stdout
     assert "curl -fsSL" in text and "⚠" in text
+    (s1,) = (r for r in _json(scanned, "sessions") if r["session_id"] == S1)
+    assert f"risk {s1['risk']['points']} points ({s1['risk']['severity']})" in text.splitlines()[2]
     hidden = run_cli(["show", S1[:13], "--content", "none", *scanned["paths"]], scanned["home"]).stdout
     assert "curl -fsSL" not in hidden
 

@@ -14,7 +14,8 @@ def register(sub: Any) -> None:
         help="agent sessions, newest first",
         description=(
             "Agent sessions from the local index, newest first: client, session id, project, messages, tool "
-            "calls, detections and tokens. `telltale show SESSION` prints one."
+            "calls, detections, risk points (the session's last risk rollup) and tokens. `telltale show SESSION` "
+            "prints one."
         ),
     )
     readside.add_paths(p)
@@ -39,13 +40,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     readside.table(
         None,
-        ("last", "client", "session", "project", "msgs", "tools", "det", "severity", "tokens"),
+        ("last", "client", "session", "project", "msgs", "tools", "det", "severity", "risk", "tokens"),
         (
             (readside.short_time(s.last_at, filters), s.client, s.session_id, s.project, s.messages, s.tool_calls,
-             s.detections or "", s.severity or "", readside.number(s.total))
+             s.detections or "", s.severity or "", s.risk_points if s.risk_points is not None else "",
+             readside.number(s.total))
             for s in rows
         ),
-        right=("msgs", "tools", "det", "tokens"),
+        right=("msgs", "tools", "det", "risk", "tokens"),
         caption=None if rows else "no sessions match",
     )
     return 0

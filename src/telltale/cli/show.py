@@ -68,6 +68,10 @@ def run(args: argparse.Namespace) -> int:
         f"{s.messages} messages, {s.tool_calls} tool calls, {s.detections} detections, "
         f"{readside.number(s.total)} tokens",
     ]
+    if s.risk_points is not None:
+        band = s.risk_band
+        risk = f"risk {s.risk_points} points{f' ({band})' if band else ''} from {s.risk_occurrences or 0} occurrences"
+        head.append(paint.red(risk) if band in ("high", "critical") else risk)
     body = [("  " * depth) + _line(doc, args.content, filters, paint) for depth, doc in timeline.entries]
     if timeline.missing_spans:
         body.append(paint.yellow(f"{timeline.missing_spans} part(s) of this session were in log files rotated away"))

@@ -70,6 +70,12 @@ class ScanSummary(msgspec.Struct, gc=False):
     sources: msgspec.Raw = msgspec.Raw(b"[]")
 
 
+class SessionRisk(msgspec.Struct, gc=False):
+    total_points: int | None = None
+    severity: str | None = None
+    occurrences: int | None = None
+
+
 class Telltale(msgspec.Struct, gc=False):
     client: str | None = None
     time_source: str | None = None
@@ -86,6 +92,7 @@ class Telltale(msgspec.Struct, gc=False):
     severity: str | None = None
     scan_id: str | None = None
     scan: ScanSummary | None = None
+    session_risk: SessionRisk | None = None
 
 
 class Rule(msgspec.Struct, gc=False):

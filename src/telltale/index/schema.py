@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 
 #: Bump when a table changes meaning: an index of another version is rebuilt, not read.
-INDEX_VERSION = 4
+INDEX_VERSION = 5
 
 #: Seconds per usage bucket.
 BUCKET_SECONDS = 900
@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS ix_sessions (
     max_severity INTEGER NOT NULL DEFAULT 0,
     input INTEGER NOT NULL DEFAULT 0, cache_creation INTEGER NOT NULL DEFAULT 0,
     cache_read INTEGER NOT NULL DEFAULT 0, output INTEGER NOT NULL DEFAULT 0, total INTEGER NOT NULL DEFAULT 0,
+    -- the session's last session_risk_summary (a snapshot: the last one wins)
+    risk_points INTEGER, risk_severity INTEGER NOT NULL DEFAULT 0, risk_occurrences INTEGER,
     UNIQUE (client, session_id)
 );
 CREATE INDEX IF NOT EXISTS ix_sessions_last ON ix_sessions (last_at);

@@ -12,7 +12,7 @@ from telltale.index.filters import SEVERITY_NAMES, Filters
 _COLUMNS = (
     "s.id, s.client, s.session_id, s.agent, s.agent_version, s.cwd, s.cwd_hash, s.parent_session_id, "
     "s.parent_call_id, s.first_at, s.last_at, s.events, s.messages, s.tool_calls, s.detections, s.max_severity, "
-    "s.input, s.cache_creation, s.cache_read, s.output, s.total"
+    "s.input, s.cache_creation, s.cache_read, s.output, s.total, s.risk_points, s.risk_severity, s.risk_occurrences"
 )
 
 
@@ -39,6 +39,10 @@ class Session:
     cache_read: int
     output: int
     total: int
+    #: From the session's last ``session_risk_summary`` (None: no rollup yet).
+    risk_points: int | None = None
+    risk_severity: int = 0
+    risk_occurrences: int | None = None
 
     @property
     def project(self) -> str:
@@ -47,6 +51,11 @@ class Session:
     @property
     def severity(self) -> str | None:
         return SEVERITY_NAMES.get(self.max_severity) if self.max_severity else None
+
+    @property
+    def risk_band(self) -> str | None:
+        """The band of the session's risk points (``high``), from its last rollup."""
+        return SEVERITY_NAMES.get(self.risk_severity) if self.risk_points is not None else None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +74,11 @@ class Session:
             "tool_calls": self.tool_calls,
             "detections": self.detections,
             "max_severity": self.severity,
+            "risk": None if self.risk_points is None else {
+                "points": self.risk_points,
+                "severity": self.risk_band,
+                "occurrences": self.risk_occurrences,
+            },
             "tokens": {
                 "input": self.input,
                 "cache_creation": self.cache_creation,
@@ -84,8 +98,8 @@ def _where(filters: Filters) -> tuple[str, list[Any]]:
     if filters.until:
         parts.append("s.first_at < ?")
         args.append(filters.until)
-    if filters.severity:
-        parts.append("s.max_severity >= ?")
+    if filters.severity:  # an alert that severe, or a session whose risk reached it
+        parts.append("max(s.max_severity, s.risk_severity) >= ?")
         args.append(filters.severity)
     return (" WHERE " + " AND ".join(parts)) if parts else "", args
 

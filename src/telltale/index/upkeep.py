@@ -104,10 +104,12 @@ def tokens(usage: TokenUsage | documents.Usage, reported_total: int | None) -> t
 class _Session:
     """What one window adds to one session."""
 
-    __slots__ = ("ctx", "detections", "events", "first", "last", "messages", "severity", "spans", "tool_calls")
+    __slots__ = ("ctx", "detections", "events", "first", "last", "messages", "risk", "severity", "spans", "tool_calls")
 
     def __init__(self) -> None:
         self.ctx: tuple[Any, ...] | None = None
+        #: (points, severity number, occurrences) of the window's last risk rollup.
+        self.risk: tuple[int, int, int] | None = None
         self.events = self.messages = self.tool_calls = self.detections = self.severity = 0
         self.first: str | None = None
         self.last: str | None = None
@@ -239,6 +241,12 @@ class _Batch:
                     tool, _json.encode(evidence).decode(), self.file_id, offset, end - offset,
                 )
             )  # fmt: skip
+        elif dataset == "telltale.session_risk":
+            risk = tt.session_risk
+            if key is None or risk is None or risk.total_points is None:
+                return
+            s = self.sessions.get(key) or self.sessions.setdefault(key, _Session())  # not an event of its timeline
+            s.risk = (risk.total_points, SEVERITY_NUMBER.get(risk.severity or "", 0), risk.occurrences or 0)
         elif dataset == "telltale.health":
             if event.action == "scan_summary":
                 summary = tt.scan or documents.ScanSummary()
@@ -439,7 +447,10 @@ UPDATE ix_sessions SET
     messages = messages + :messages,
     tool_calls = tool_calls + :tools,
     detections = detections + :detections,
-    max_severity = max(max_severity, :severity)
+    max_severity = max(max_severity, :severity),
+    risk_points = coalesce(:risk_points, risk_points),
+    risk_severity = CASE WHEN :risk_points IS NULL THEN risk_severity ELSE :risk_severity END,
+    risk_occurrences = coalesce(:risk_occurrences, risk_occurrences)
 WHERE id = :id
 """
 _CONTEXT = ("agent", "version", "cwd", "cwd_hash", "parent", "call")
@@ -453,6 +464,8 @@ def _write(conn: sqlite3.Connection, batch: _Batch) -> None:
         values = dict(zip(_CONTEXT, ctx, strict=True))
         values.update(first=s.first, last=s.last, events=s.events, messages=s.messages, tools=s.tool_calls,
                       detections=s.detections, severity=s.severity, id=rowid)  # fmt: skip
+        points, level, occurrences = s.risk or (None, 0, None)
+        values.update(risk_points=points, risk_severity=level, risk_occurrences=occurrences)
         conn.execute(_UPDATE_SESSION, values)
         spans.extend((rowid, batch.file_id, a, b) for a, b in s.spans)
     conn.executemany("INSERT INTO ix_spans(session, file, start, end) VALUES (?,?,?,?)", spans)
