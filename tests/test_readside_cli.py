@@ -419,3 +419,22 @@ def test_status_names_the_lock_holder_and_rebuild_is_a_writer(scanned: dict[str,
         assert _json(scanned, "sessions")  # reading is never refused
     (status,) = _json(scanned, "status")
     assert status["lock"] is None
+
+
+def test_an_index_of_another_version_is_rebuilt_from_the_log_by_the_next_scan(tmp_path: Path) -> None:
+    """An upgrade must not leave the read side answering from an empty index."""
+    import sqlite3
+
+    home = tmp_path / "home"
+    build_home(home)
+    out = tmp_path / "out"
+    paths = ["--state-path", str(out / "s.sqlite")]
+    scan = ["scan", "--once", "--root", str(home), "--log-path", str(out / "e.jsonl"), *paths, "--json"]
+    run_cli(scan, home)
+    before = run_cli(["sessions", *paths, "--json"], home).stdout
+    with sqlite3.connect(out / "s.sqlite") as conn:  # as an older Telltale left it
+        conn.execute("UPDATE ix_meta SET value = '1' WHERE key = 'version'")
+    again = run_cli(scan, home)
+    assert json.loads(again.stdout)["sources_scanned"] == 0  # nothing new was read
+    assert "was from another version of Telltale; rebuilt it from the log" in again.stderr
+    assert run_cli(["sessions", *paths, "--json"], home).stdout == before

@@ -425,12 +425,27 @@ class Scanner:
         self._tally = DetectionTally()
         if self.state is not None and not options.dry_run and self.stream is None:
             with self.state.transaction() as conn:
-                index_schema.ensure(conn)
+                if index_schema.ensure(conn):
+                    self._rebuild_index(conn)
                 index_schema.set_meta(conn, "log_path", os.path.abspath(options.log_path))
                 if options.remote_sinks:
                     from telltale.sinks import outbox
 
                     outbox.ensure_schema(conn)
+
+    def _rebuild_index(self, conn: Any) -> None:
+        """An index of another Telltale version was dropped: derive it again from the log
+        now, so the read side never answers from an index that silently lost the past."""
+        from telltale.index.rebuild import rebuild
+
+        if not os.path.exists(self.options.log_path):
+            return
+        result = rebuild(conn, self.options.log_path, content=self.options.content)
+        print(
+            f"telltale: the read-side index in {self.options.state_path} was from another version of Telltale; "
+            f"rebuilt it from the log ({result.events:,} events from {result.files} file(s))",
+            file=sys.stderr,
+        )
 
     def close(self) -> None:
         self._drain()

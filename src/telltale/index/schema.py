@@ -94,8 +94,10 @@ CREATE INDEX IF NOT EXISTS ix_scans_at ON ix_scans (at);
 """
 
 
-def ensure(conn: sqlite3.Connection) -> None:
-    """Create the tables (idempotent); an index of another version is dropped, to be rebuilt."""
+def ensure(conn: sqlite3.Connection) -> bool:
+    """Create the tables (idempotent). An index of another version is dropped, to be rebuilt
+    from the log: returns True then (the caller rebuilds it)."""
+    dropped = False
     has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ix_meta'").fetchone()
     if has_meta is not None:
         row = conn.execute("SELECT value FROM ix_meta WHERE key = 'version'").fetchone()
@@ -103,9 +105,11 @@ def ensure(conn: sqlite3.Connection) -> None:
             for table in (*TABLES, *OLD_TABLES):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")  # its indexes go with it
             has_meta = None
+            dropped = True
     _each(conn, DDL)
     if has_meta is None:
         conn.execute("INSERT OR REPLACE INTO ix_meta(key, value) VALUES ('version', ?)", (str(INDEX_VERSION),))
+    return dropped
 
 
 def clear(conn: sqlite3.Connection) -> None:
