@@ -128,6 +128,7 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         self.rule_count = len(self._rules) + len(self._sequences)
         #: Per observation kind (fields.KIND_FIELDS): the eager fields evaluate checks.
         self._probes = tuple(self._kind_probes(fids) for fids in KIND_FIELDS)
+        self._probed = bytes(1 if probes else 0 for probes in self._probes)
         #: Session key -> ``[agent version, model, provider]`` last seen (bounded, oldest dropped).
         self._contexts: dict[str, list[str | None]] = {}
 

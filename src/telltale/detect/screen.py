@@ -53,12 +53,16 @@ class ScreenMixin:
 
     _fields: list[_FieldIndex | None]
     _probes: tuple[tuple[_Probe, ...], ...]
+    #: Per observation kind: 1 when it has an eager field (set with ``_probes``).
+    _probed: bytes
 
     def _suspects(self, observations: Sequence[Observation]) -> tuple[list[int], bytearray]:
         """Kind of each observation and the suspects: a large batch screened
         (:meth:`_screen`), a small one all suspects (see :data:`SCREEN_MIN_BATCH`)."""
         if len(observations) < SCREEN_MIN_BATCH:
-            return list(map(field_kind, observations)), bytearray(b"\x01") * len(observations)
+            # Only an observation of a kind with an eager field can make a rule a candidate.
+            kinds = list(map(field_kind, observations))
+            return kinds, bytearray(map(self._probed.__getitem__, kinds))
         return self._screen(observations)
 
     def _screen(self, observations: Sequence[Observation]) -> tuple[list[int], bytearray]:
