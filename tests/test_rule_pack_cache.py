@@ -16,7 +16,10 @@ from scan_helpers import run_cli
 from telltale.detect import cache
 from telltale.detect.cases import run_cases
 from telltale.detect.engine import DetectionEngine
+from telltale.detect.fields import case_observation
 from telltale.detect.literals import required_factors, required_literals
+from telltale.detect.screen import SCREEN_MIN_BATCH
+from telltale.model import Observation
 
 
 def _build(path: Path) -> tuple[DetectionEngine, cache.PackCache]:
@@ -71,6 +74,29 @@ def test_a_cache_that_does_not_verify_is_ignored(tmp_path: Path, damage: str) ->
         path.symlink_to(real)
     _, used = _build(path)
     assert used.hits == 0
+
+
+def _results(count: int) -> list[Observation]:
+    return [
+        case_observation({"tool_result": f"ordinary output {i}"}, session_id="s", client="claude", sequence=i,
+                         occurred_at=None)
+        for i in range(count)
+    ]
+
+
+def test_the_screen_is_built_on_the_first_large_batch_and_its_databases_are_cached(tmp_path: Path) -> None:
+    path = tmp_path / "rules.cache"
+    engine, built = _build(path)
+    small, large = _results(3), _results(SCREEN_MIN_BATCH)
+    engine.evaluate(small, {})
+    assert not engine._screen_ready  # a small batch takes the exact path: no Hyperscan database yet
+    assert not any(name.startswith("hyperscan:") for name in built._used)
+    engine.evaluate(large, {})
+    assert engine._screen_ready
+    assert any(name.startswith("hyperscan:") for name in built._used)
+    again, read = _build(path)  # saved when they were built: read back, nothing compiled
+    again.evaluate(large, {})
+    assert read.misses == 0 and any(name.startswith("hyperscan:") for name in read._used)
 
 
 def test_another_library_version_is_another_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -101,6 +101,7 @@ class PackCache:
         self._used: dict[str, bytes] = {}
         self.hits = 0
         self.misses = 0
+        self._saved_misses = 0
 
     def _read(self) -> dict[str, bytes]:
         assert self.path is not None
@@ -151,9 +152,11 @@ class PackCache:
         return value
 
     def save(self) -> None:
-        """Write the entries this run used, when one was missing (0600, atomically)."""
-        if not self.path or not self.misses:
+        """Write the entries this run used, when one was missing since the last save (0600,
+        atomically)."""
+        if not self.path or self.misses == self._saved_misses:
             return
+        self._saved_misses = self.misses
         payload = msgspec.msgpack.encode(self._used)
         data = _MAGIC + msgspec.msgpack.encode(_File(self.key, hashlib.sha256(payload).digest(), payload))
         directory = os.path.dirname(self.path) or "."
@@ -180,6 +183,27 @@ def cached(kind: str, data: bytes, build: Callable[[], T], encode: Callable[[T],
     if cache is None:
         return build()
     return cache.get(kind, data, build, encode, decode)
+
+
+def current() -> PackCache | None:
+    """The active cache (inside :func:`using`), for what is compiled later (:func:`resumed`)."""
+    return _active
+
+
+@contextlib.contextmanager
+def resumed(pack: PackCache | None) -> Iterator[None]:
+    """Compile more with a cache an earlier :func:`using` opened (the screen's Hyperscan
+    databases, built on the first large batch); entries it gains are saved."""
+    global _active
+    if pack is None:
+        yield
+        return
+    previous, _active = _active, pack
+    try:
+        yield
+        pack.save()
+    finally:
+        _active = previous
 
 
 @contextlib.contextmanager

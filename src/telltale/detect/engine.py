@@ -19,8 +19,9 @@ import datetime as _dt
 import hashlib
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from telltale.detect import cache
 from telltale.detect.allowlist import Allowlist, load_allowlists
 from telltale.detect.evidence import EVIDENCE_CACHE, EvidenceMixin
 from telltale.detect.fields import FIELD_NAMES, KIND_FIELDS
@@ -50,10 +51,12 @@ from telltale.detect.model import (
     anchor_of,
     severity_for,
 )
-from telltale.detect.pack import EffectivePack
 from telltale.detect.screen import CHUNK_VALUE_CHARS, ScreenMixin  # noqa: F401
 from telltale.detect.sequences import SequenceMixin
 from telltale.model import Family, Observation
+
+if TYPE_CHECKING:  # the effective pack's module (tuning, YAML) is not needed to build from the shipped pack
+    from telltale.detect.pack import EffectivePack
 
 __all__ = ["FIELD_LIMIT", "Detection", "DetectionEngine", "Evidence", "SessionWindow"]
 
@@ -129,6 +132,9 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         #: Per observation kind (fields.KIND_FIELDS): the eager fields evaluate checks.
         self._probes = tuple(self._kind_probes(fids) for fids in KIND_FIELDS)
         self._probed = bytes(1 if probes else 0 for probes in self._probes)
+        #: The screen's matchers are built on the first large batch, through this cache.
+        self._pack_cache = cache.current()
+        self._screen_ready = False
         #: Session key -> ``[agent version, model, provider]`` last seen (bounded, oldest dropped).
         self._contexts: dict[str, list[str | None]] = {}
 

@@ -9,6 +9,7 @@ only their regexes run (:class:`MatchMixin`). Only RE2 looks at transcript text.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -222,7 +223,8 @@ class _FieldIndex:
         self.residual: list[int] = []
         self.set: Any = None
         self.match: Callable[[bytes], list[int] | None] | None = None
-        #: The Set of ``chunk_patterns`` (same atom indices); ``match`` when they are equal.
+        #: The Set of ``chunk_patterns`` (same atom indices); ``match`` when they are equal
+        #: (``prepare_screen`` builds it, and the three below).
         self.chunk_match: Callable[[bytes], list[int] | None] | None = None
         #: What scans the joined values of the screen (see ``compile``): ASCII chunks, and
         #: the others (given through ``literal_scan.fold`` when ``fold_wide``).
@@ -242,6 +244,8 @@ class _FieldIndex:
         self.gated: dict[int, list[tuple[int, tuple[_Matcher, ...]]]] = {}
         self._single: dict[int, Searcher] = {}
         self._chunk_set: Any = None
+        self._use_scanner = False
+        self._screen_ready = False
 
     def atom(self, pattern: str, chunk_pattern: str | None = None, literal: Literal | None = None) -> int:
         """Index of ``pattern`` in this field's Set (added if new).
@@ -274,6 +278,18 @@ class _FieldIndex:
         self.match = _set_matcher(rset)
         self.chunk_match = self.match
         self.trigger_set = frozenset(self.triggers)
+        # Whether the screen may use Hyperscan is settled now (TELLTALE_HYPERSCAN at build time).
+        self._use_scanner = self.eager and literal_scan.enabled()
+
+    def prepare_screen(self) -> None:
+        """What the batch screen scans joined values with, built on the first screened batch
+        (a scan of small batches never screens: see ``screen.SCREEN_MIN_BATCH``): the
+        chunk Set when the chunk patterns differ, and the Hyperscan scanner, which stands
+        in for the chunk Set on ASCII chunks, and on the others too when it is exact there
+        (``Scanner.unicode``); only eager fields are screened."""
+        if self._screen_ready or not self.patterns:
+            return
+        self._screen_ready = True
         if self.chunk_patterns != self.patterns:
             chunk_set = re2.Set.SearchSet()
             for pattern in self.chunk_patterns:
@@ -281,9 +297,7 @@ class _FieldIndex:
             chunk_set.Compile()
             self._chunk_set = chunk_set
             self.chunk_match = _set_matcher(chunk_set)
-        # The Hyperscan scanner stands in for the chunk Set on ASCII chunks, and on the
-        # others too when it is exact there (``Scanner.unicode``); only eager fields are screened.
-        scanner = self.scanner = literal_scan.scanner(self.literals) if self.eager else None
+        scanner = self.scanner = literal_scan.scanner(self.literals) if self._use_scanner else None
         self.ascii_chunk_match = scanner or self.chunk_match
         self.fold_wide = scanner is not None and scanner.unicode
         self.wide_chunk_match = scanner if self.fold_wide else self.chunk_match
@@ -334,7 +348,7 @@ def _literal_pattern(value: str, op: str, cased: bool, multi: bool = False) -> t
 
     On a list field (``multi``) the anchors are line anchors: the value holds for one item.
     """
-    body: str = re2.escape(value)
+    body = _escape(value)
     literal = Literal(value, not cased)
     if not cased:
         body = f"(?i:{body})"
@@ -350,16 +364,28 @@ def _literal_pattern(value: str, op: str, cased: bool, multi: bool = False) -> t
     return body, body, literal
 
 
+@functools.lru_cache(maxsize=8192)
+def _escape(value: str) -> str:
+    """``re2.escape`` (a Python-level wrapper), once per literal: the pack's factors repeat
+    the same few hundred literals thousands of times."""
+    escaped: str = re2.escape(value)
+    return escaped
+
+
+def _caseless(literal: str) -> str:
+    return "(?i:" + _escape(literal) + ")"
+
+
 def _prefilter_atoms(index: _FieldIndex, pattern: str) -> tuple[int, ...]:
     literals = required_literals(pattern)
     if literals is None:
         return ()
-    return tuple(index.atom("(?i:" + re2.escape(lit) + ")", None, Literal(lit, True)) for lit in sorted(literals))
+    return tuple(index.atom(_caseless(lit), None, Literal(lit, True)) for lit in sorted(literals))
 
 
 def _factor_atoms(index: _FieldIndex, pattern: str) -> tuple[frozenset[int], ...]:
     return tuple(
-        frozenset(index.atom("(?i:" + re2.escape(lit) + ")", None, Literal(lit, True)) for lit in sorted(factor))
+        frozenset(index.atom(_caseless(lit), None, Literal(lit, True)) for lit in sorted(factor))
         for factor in required_factors(pattern)
     )
 

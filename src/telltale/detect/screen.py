@@ -16,7 +16,7 @@ from itertools import accumulate, compress
 from operator import not_
 from typing import cast
 
-from telltale.detect import literal_scan
+from telltale.detect import cache, literal_scan
 from telltale.detect.fields import field_kind
 from telltale.detect.match import FIELD_LIMIT, SetMatch, _FieldIndex, _Probe
 from telltale.model import Observation
@@ -55,6 +55,18 @@ class ScreenMixin:
     _probes: tuple[tuple[_Probe, ...], ...]
     #: Per observation kind: 1 when it has an eager field (set with ``_probes``).
     _probed: bytes
+    #: The rule-pack cache the engine was built with, and whether the screen is built.
+    _pack_cache: cache.PackCache | None
+    _screen_ready: bool
+
+    def _prepare_screen(self) -> None:
+        """Build each field's screen matchers, through the rule-pack cache the engine was
+        built with (its Hyperscan databases; what is new is saved to it then)."""
+        with cache.resumed(self._pack_cache):
+            for fx in self._fields:
+                if fx is not None:
+                    fx.prepare_screen()
+        self._screen_ready = True
 
     def _suspects(self, observations: Sequence[Observation]) -> tuple[list[int], bytearray]:
         """Kind of each observation and the suspects: a large batch screened
@@ -82,6 +94,8 @@ class ScreenMixin:
         suspect found in a cheap field (a URL) keeps its other values out of later chunks.
         The values are gathered with C-level ``map``/``compress``, not a Python loop.
         """
+        if not self._screen_ready:
+            self._prepare_screen()
         kinds = list(map(field_kind, observations))
         suspects = bytearray(len(observations))
         probes = self._probes
