@@ -95,11 +95,13 @@ OUTPUTS = """outputs:
 """
 
 
-def _command(home: Path, out: Path, window_bytes: int) -> list[str]:
+def _command(home: Path, out: Path, window_bytes: int, jobs: int = 1) -> list[str]:
+    # With --jobs N the worker processes read every changed source (no minimum size).
     return [sys.executable, "-m", "telltale", "scan", "--once", "--root", str(home), "--log-path",
             str(out / "e.jsonl"), "--state-path", str(out / "s.sqlite"), "--json", "--window-bytes",
             str(window_bytes), "--install-inventory-interval-seconds", "0", "--outputs",
-            str(home.parent / "outputs.yaml"), "--delivery-seconds", "0"]
+            str(home.parent / "outputs.yaml"), "--delivery-seconds", "0", "--jobs", str(jobs),
+            "--jobs-min-bytes", "0"]
 
 
 def record_ids(log: Path) -> tuple[Counter[str], dict[str, str]]:
@@ -130,13 +132,16 @@ class Figures:
     lost: int = 0
     duplicated: int = 0
     rollup_mismatch: int = 0
+    #: Processes of a killed scan (``--jobs`` workers) still running after it (Linux: by cwd).
+    strays: int = 0
     series: int = 0
     failures: list[str] = field(default_factory=list)
 
 
 class Harness:
-    def __init__(self, home: Path, work: Path, *, window_bytes: int, seed: int) -> None:
+    def __init__(self, home: Path, work: Path, *, window_bytes: int, seed: int, jobs: int = 1) -> None:
         self.home = home
+        self.jobs = jobs
         self.work = work
         self.window_bytes = window_bytes
         self.rng = random.Random(seed)
@@ -147,8 +152,9 @@ class Harness:
 
     def _run(self, out: Path, *, fault: str | None = None, trace: Path | None = None,
              kill_after: float | None = None) -> int:
-        proc = subprocess.Popen(_command(self.home, out, self.window_bytes), env=_env(self.home, fault, trace),
-                                cwd=str(self.home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(_command(self.home, out, self.window_bytes, self.jobs),
+                                env=_env(self.home, fault, trace), cwd=str(self.home), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
         try:
             _out, err = proc.communicate(timeout=kill_after)
         except subprocess.TimeoutExpired:
@@ -221,6 +227,7 @@ class Harness:
         self._finish(out, figures)
 
     def _finish(self, out: Path, figures: Figures) -> None:
+        figures.strays += _strays(self.home)
         self._run(out)  # the scan that finishes the work
         ids, rollups = record_ids(out / "e.jsonl")
         lost = self.reference_ids - ids
@@ -234,6 +241,26 @@ class Harness:
         shutil.rmtree(out, ignore_errors=True)
 
 
+def _strays(home: Path, wait: float = 5.0) -> int:
+    """Processes still running in ``home`` (every scan runs there; its workers inherit it),
+    after giving them ``wait`` seconds to notice that their scan is gone."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return 0
+    deadline = time.monotonic() + wait
+    while True:
+        left = 0
+        for entry in proc.iterdir():
+            if entry.name.isdigit() and int(entry.name) != os.getpid():
+                try:
+                    left += os.readlink(entry / "cwd") == str(home)
+                except OSError:
+                    continue
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
 def _kinds(log: Path, ids: Counter[str]) -> str:
     actions: Counter[str] = Counter()
     with log.open("rb") as fh:
@@ -245,11 +272,11 @@ def _kinds(log: Path, ids: Counter[str]) -> str:
 
 
 def stress(work: Path, *, kills: int, rounds: int, claude_mb: float, codex_mib: int, window_bytes: int,
-           seed: int) -> tuple[Figures, Harness]:
+           seed: int, jobs: int = 1) -> tuple[Figures, Harness]:
     home = work / "home"
     build_home(home, claude_mb=claude_mb, codex_mib=codex_mib, seed=seed)
     (work / "outputs.yaml").write_text(OUTPUTS, encoding="utf-8")
-    harness = Harness(home, work, window_bytes=window_bytes, seed=seed)
+    harness = Harness(home, work, window_bytes=window_bytes, seed=seed, jobs=jobs)
     harness.reference()
     figures = Figures()
     per_round = max(1, -(-kills // rounds))
@@ -266,20 +293,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--codex-mib", type=int, default=1)
     parser.add_argument("--window-bytes", type=int, default=256 << 10, help="small windows: many commits")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=1, help="scan --jobs N (worker processes read every source)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         figures, harness = stress(Path(tmp), kills=args.kills, rounds=args.rounds, claude_mb=args.claude_mb,
-                                  codex_mib=args.codex_mib, window_bytes=args.window_bytes, seed=args.seed)
+                                  codex_mib=args.codex_mib, window_bytes=args.window_bytes, seed=args.seed,
+                                  jobs=args.jobs)
         elapsed = time.perf_counter() - started
     print(f"reference: {sum(harness.reference_ids.values())} record events, scan {harness.duration:.2f}s, "
           f"fault points passed: {harness.hits}")
     print(f"series: {figures.series}; kills: {figures.kills} ({dict(sorted(figures.by_point.items()))}); "
           f"runs that finished before their fault: {figures.completed_early}; {elapsed:.0f}s")
-    print(f"lost: {figures.lost}; duplicated: {figures.duplicated}; rollup mismatches: {figures.rollup_mismatch}")
+    print(f"lost: {figures.lost}; duplicated: {figures.duplicated}; rollup mismatches: {figures.rollup_mismatch}; "
+          f"processes left running after a killed scan: {figures.strays}")
     for failure in figures.failures:
         print("FAIL", failure)
-    return 1 if figures.lost or figures.duplicated or figures.rollup_mismatch else 0
+    return 1 if figures.lost or figures.duplicated or figures.rollup_mismatch or figures.strays else 0
 
 
 if __name__ == "__main__":

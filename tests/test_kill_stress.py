@@ -75,3 +75,24 @@ def test_forty_random_kills_lose_and_duplicate_nothing(ks: Any, harness: Any) ->
     assert figures.kills >= kills
     assert len(figures.by_point) >= 5  # timer kills and several fault points
     assert (figures.lost, figures.duplicated, figures.rollup_mismatch) == (0, 0, 0), figures.failures
+
+
+def test_with_two_jobs_every_fault_point_and_dead_workers_lose_and_duplicate_nothing(
+    ks: Any, harness: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``scan --jobs 2`` (issue 24): the same home read by two worker processes gives the
+    same record events as one job; killed at every fault point of the writer, and with its
+    workers killing themselves (``worker``), it still loses and duplicates nothing, and a
+    killed scan leaves no worker running."""
+    work = tmp_path_factory.mktemp("kills-jobs")
+    (work / "outputs.yaml").write_text(ks.OUTPUTS, encoding="utf-8")
+    jobs = ks.Harness(harness.home, work, window_bytes=48 << 10, seed=12, jobs=2)
+    jobs.reference()
+    assert (jobs.reference_ids, jobs.reference_rollups) == (harness.reference_ids, harness.reference_rollups)
+    figures = ks.Figures()
+    points = ["source:3", "batch:4", "worker:2", "begin:2", "write:2", "recover:1", "fsync:1", "worker:5",
+              "written:1", "commit:2", "enqueue:1", "committed:1", "inventory:1"]
+    jobs.fixed_series(points, figures)
+    assert figures.kills >= 10 and figures.completed_early >= 2  # the workers' deaths do not kill the scan
+    assert (figures.lost, figures.duplicated, figures.rollup_mismatch, figures.strays) == (0, 0, 0, 0), (
+        figures.failures)

@@ -12,6 +12,9 @@ default; ``int`` = SIGINT; ``term`` = SIGTERM) at the ``n``-th time the scan pas
 ``committed``  after the commit                 ``inventory``  inside the inventory step
 ``recover``    finishing a killed scan's window
 
+and, in a ``--jobs`` worker process only, ``worker``: after each batch it read (the worker
+kills itself; its scan must go on without it).
+
 ``TELLTALE_FAULT_TRACE=<file>`` appends how often each point was passed when the process
 exits (the harness uses it to pick instants that occur). Unset, every point is a single
 global lookup: the hooks cost nothing in production.
@@ -47,6 +50,16 @@ ACTIVE = _PLAN is not None or bool(_TRACE)
 def _due(point: str) -> bool:
     count = _COUNTS[point] = _COUNTS.get(point, 0) + 1
     return _PLAN is not None and _PLAN[0] == point and _PLAN[1] == count
+
+
+def disable(keep: str | None = None) -> None:
+    """No fault point fires or is counted in this process (a ``--jobs`` worker: the points
+    are the scanning process's, and a worker's counts would blur the harness's trace),
+    except ``keep`` when it is the planned one (``worker``: a worker kills itself there)."""
+    global _PLAN, _TRACE, ACTIVE
+    _TRACE = None
+    if _PLAN is None or _PLAN[0] != keep:
+        _PLAN, ACTIVE = None, False
 
 
 def _fire() -> None:

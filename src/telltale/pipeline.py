@@ -21,7 +21,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -51,6 +51,7 @@ from telltale.index import schema as index_schema
 from telltale.index.documents import event_id_of
 from telltale.index.upkeep import index_window
 from telltale.model import Observation, Quarantine
+from telltale.prepared import Prepared, prepare
 from telltale.readers.jsonl import Restart, decode_cursor, encode_cursor
 from telltale.sinks.jsonl import JsonlSink
 from telltale.sources.base import AcquireContext, HistoryMode, SourceHealth
@@ -62,6 +63,7 @@ if TYPE_CHECKING:  # a scan with nothing new imports neither (see docs/performan
     from concurrent.futures import Future, ThreadPoolExecutor
 
     from telltale.detect.ledger import AlertBatch
+    from telltale.readpool import ReadPool
 
 #: ``--log-path -``: events go to stdout; the state is only read (no cursor advances, nothing
 #: is queued or indexed), and what one process has emitted is remembered in memory.
@@ -71,6 +73,10 @@ STDOUT_LOG = "-"
 WINDOW_BYTES = 8 << 20
 #: Sources committed per window at most (bounds a crash's re-read work).
 WINDOW_SOURCES = 2_000
+#: ``--jobs N``: worker processes read the changed sources only when at least two changed
+#: sources hold this many unread bytes together (starting the workers costs about one
+#: interpreter start-up; below this a scan is over before they would have helped).
+POOL_MIN_BYTES = 8 << 20
 
 _encoder = msgspec.json.Encoder()
 
@@ -140,6 +146,10 @@ class ScanOptions:
     #: What an output takes, for those that do not take every event (``sinks.select``).
     sink_selectors: dict[str, Any] = field(default_factory=dict)
     outbox_capacity: int = 1_000_000
+    #: Processes reading changed sources (``--jobs``); 1: all in the scanning process.
+    jobs: int = 1
+    #: Unread bytes of the changed sources from which the worker processes are used.
+    pool_min_bytes: int = POOL_MIN_BYTES
     #: (home, account) of every home a system-profile run covers: whose a store that is gone
     #: was (``source_removed`` carries the account, as the store's other events did).
     account_homes: tuple[tuple[str, str], ...] = ()
@@ -251,6 +261,8 @@ class ScanResult:
     would_emit: list[dict[str, Any]] = field(default_factory=list)
     #: Detections by severity, and the most severe ones (for the summary).
     detections: DetectionTally = field(default_factory=DetectionTally)
+    #: ``--jobs``: worker processes that read this scan's changed sources (0: none started).
+    workers: int = 0
 
     @property
     def detections_by_severity(self) -> dict[str, int]:
@@ -281,6 +293,8 @@ class ScanResult:
             "recovered_window": self.recovered,
             "sources": [s.as_dict() for s in self.sources if s.status != "unchanged"],
         }
+        if self.workers:
+            out["worker_processes"] = self.workers
         if self.interrupted is not None:
             out["interrupted"] = self.interrupted
         if self.dry_run:
@@ -290,14 +304,6 @@ class ScanResult:
 
 #: Prefix of a reported unsupported source's reason once an adapter read it after all.
 _READABLE_AGAIN = "~"
-
-
-def _normalize(observations: Sequence[Observation]) -> list[Observation]:
-    """The normalisation stage, imported when a changed source is read: its shell parser
-    (tree-sitter-bash) and the event builders are most of a no-change scan's start-up."""
-    from telltale.normalize.stage import normalize_batch
-
-    return normalize_batch(observations)
 
 
 def _count(values: Iterable[str]) -> dict[str, int]:
@@ -413,6 +419,8 @@ class Scanner:
         self.stop = threading.Event()
         self.stop_signal: str | None = None
         self._writer: ThreadPoolExecutor | None = None
+        #: ``--jobs N``: the worker processes reading this scan's changed sources, if started.
+        self._pool: ReadPool | None = None
         #: The window being written: its write, its intent, and what its commit also does.
         self._inflight: tuple[Future[int], PendingWindow, Callable[[Any], None]] | None = None
         #: Detection windows staged during this scan but perhaps not committed yet (newest
@@ -448,6 +456,7 @@ class Scanner:
         )
 
     def close(self) -> None:
+        self._close_pool()
         self._drain()
         if self._writer is not None:
             self._writer.shutdown(wait=True)
@@ -462,6 +471,7 @@ class Scanner:
         try:
             return self._scan(sources, discovery_errors)
         finally:
+            self._close_pool()
             # On success everything is settled already; after an error, no write may still
             # run when the caller moves on (a pending window is finished by ``recover``).
             self._drain()
@@ -499,6 +509,9 @@ class Scanner:
         interrupted_at: int | None = None
         removed = (self.state.meta_prefixed(REMOVED_PREFIX)
                    if use_cursors and self.state is not None and writes_state else {})
+        fps, reads = self._plan(selected, use_cursors, fingerprints, removed)
+        pool = self._start_pool(selected, reads, ctx)
+        workers = len(pool.workers) if pool is not None else 0
         for index, source in enumerate(selected):
             if stop.is_set():
                 interrupted_at = index
@@ -513,8 +526,9 @@ class Scanner:
             if reason is not None:  # found, never opened: the blind spot is reported, not read
                 self._unsupported(window, report, source, key, reason, reported)
                 continue
-            fp = stat_fingerprint(source)
-            if use_cursors and fp is not None and fingerprints.get(key) == fp:
+            fp = fps[index]
+            read = reads.get(index)
+            if read is None:
                 report.status = "unchanged"
                 known = reported.get(key)
                 if known and not known.startswith(_READABLE_AGAIN):
@@ -522,12 +536,8 @@ class Scanner:
                 continue
             if self.detector is not None:
                 self.detector.prepare()  # a LazyDetector is built here, never inside a source's try
-            cursor = self._cursor(source, key) if use_cursors else None
-            if REMOVED_PREFIX + key in removed:
-                # Back after it was reported removed (restored from a backup: a new inode).
-                # Its bytes decide whether the cursor still holds, not its identity; the
-                # mark is cleared, so a later removal is reported again.
-                cursor = _restored_cursor(cursor, source)
+            cursor, restored = read
+            if restored:  # the mark is cleared, so a later removal is reported again
                 window.meta[REMOVED_PREFIX + key] = None
             staged = _Window()  # this source's events, not yet in the window
             staged_cursor: bytes | None = None
@@ -536,8 +546,10 @@ class Scanner:
             flushing = False  # an error while writing is the scan's, not this source's
             overflow = _QuarantineOverflow()  # quarantines past the first ones, counted
             try:
-                adapter = adapter_for(source.kind)
-                for batch in adapter.acquire(source, cursor, ctx):
+                batches = (pool.batches(index, stop.is_set) if pool is not None and pool.reads(index)
+                           else self._read_here(source, cursor, ctx))
+                for prepared in batches:
+                    batch = prepared.batch
                     faults.hit("batch")
                     report.records_read += batch.records_read
                     report.other_records += batch.other_records
@@ -555,10 +567,9 @@ class Scanner:
                     self._quarantine(report, batch.quarantined)
                     if batch.health and not opts.dry_run:
                         staged.add([_item(self._source_health(source, h), source.user) for h in batch.health])
-                    # Normalisation: each command as the shell will run it, paths by access.
-                    observations = _normalize(batch.observations) if batch.observations else []
+                    observations = batch.observations  # normalised, and encoded unless a dry run
                     if not opts.dry_run and observations:
-                        staged.extend(*self._encode_observations(observations, source.user), observations)
+                        staged.extend(prepared.ids, prepared.lines, observations)
                     if self.detector is not None and observations:
                         self._detect(observations, staged_windows, looked_up, staged)
                     if batch.cursor is not None:
@@ -579,6 +590,10 @@ class Scanner:
                         interrupted_at = index
                         report.status = "partial"
                         break
+                else:
+                    if pool is not None and pool.reads(index) and not pool.ended(index):  # stopped while waiting
+                        interrupted_at = index
+                        report.status = "partial"
             except UnsupportedSource as exc:  # the adapter recognised a store it cannot read
                 staged, staged_windows = _Window(), {}
                 self._unsupported(window, report, source, key, exc.reason, reported)
@@ -598,7 +613,7 @@ class Scanner:
                     raise
                 report.status = "error"
                 report.error = "internal_error"
-                detail = f"{type(exc).__name__} in adapter"
+                detail = f"{getattr(exc, 'remote_name', None) or type(exc).__name__} in adapter"
                 errors.append({"source": source, "reason": "internal_error", "detail": detail})
                 if os.environ.get("TELLTALE_DEBUG"):
                     traceback.print_exc(file=sys.stderr)
@@ -614,6 +629,8 @@ class Scanner:
                         report.status = "empty"
                 if overflow.counts and not opts.dry_run:
                     staged.add([_item(overflow.event(source, utc_now()), source.user)])
+                if interrupted_at is not None:
+                    fp = None  # read only in part: the next scan reads it on, changed or not
                 self._stage_into(window, source, key, staged, staged_cursor, fp, staged_windows, use_cursors, report)
                 detections_total += report.detections
                 if not opts.dry_run and (window.size >= opts.window_bytes or window.sources >= WINDOW_SOURCES):
@@ -624,6 +641,7 @@ class Scanner:
             if interrupted_at is not None:
                 break
 
+        self._close_pool()  # read-only workers: ended at once, whatever they were doing
         duration = time.monotonic() - started
         observed = utc_now()
         health: list[dict[str, Any]] = []
@@ -673,6 +691,7 @@ class Scanner:
             interrupted=interrupted,
             would_emit=list(self.would_emit) if opts.dry_run else [],
             detections=self._tally,
+            workers=workers,
         )
         if not opts.dry_run:
             # Everything still in the window, the health events and the summary itself.
@@ -849,17 +868,63 @@ class Scanner:
             if len(report.skipped) < SKIPPED_KEPT:
                 report.skipped.append(item)
 
-    def _encode_observations(self, observations: Sequence[Observation], user: str) -> tuple[list[str], list[bytes]]:
-        """Event ids and lines of a batch's observations (the scan's hot loop); ``user`` is
-        their store's account."""
-        from telltale.events.activity import activity_lines  # see _normalize
+    def _read_here(self, source: Source, cursor: bytes | None, ctx: AcquireContext) -> Iterator[Prepared]:
+        """A source read in this process: its adapter's batches, normalised and encoded."""
+        adapter = adapter_for(source.kind)
+        content, encode = self.options.content, not self.options.dry_run
+        for batch in adapter.acquire(source, cursor, ctx):
+            yield prepare(batch, content, source.user, encode=encode)
 
-        observed = utc_now()
-        content = self.options.content
-        return (
-            [o.observation_id for o in observations],
-            activity_lines(observations, content, observed, user),
-        )
+    def _plan(
+        self, selected: Sequence[Source], use_cursors: bool, fingerprints: Mapping[str, str],
+        removed: Mapping[str, bytes],
+    ) -> tuple[list[str | None], dict[int, tuple[bytes | None, bool]]]:
+        """Each source's fingerprint (``stat`` only), and the sources to read with their
+        cursors and whether each is back after a removal.
+
+        Taken before anything is read: a source that changes while the scan reads it keeps
+        the older fingerprint, so the next scan reads it again.
+        """
+        fps: list[str | None] = []
+        reads: dict[int, tuple[bytes | None, bool]] = {}
+        for index, source in enumerate(selected):
+            if unsupported_reason(source.kind) is not None:
+                fps.append(None)
+                continue
+            key = source_key(source.kind, source.path)
+            fp = stat_fingerprint(source)
+            fps.append(fp)
+            if use_cursors and fp is not None and fingerprints.get(key) == fp:
+                continue
+            cursor = self._cursor(source, key) if use_cursors else None
+            restored = REMOVED_PREFIX + key in removed
+            if restored:
+                # Back after it was reported removed (restored from a backup: a new inode).
+                # Its bytes decide whether the cursor still holds, not its identity.
+                cursor = _restored_cursor(cursor, source)
+            reads[index] = (cursor, restored)
+        return fps, reads
+
+    def _start_pool(
+        self, selected: Sequence[Source], reads: Mapping[int, tuple[bytes | None, bool]], ctx: AcquireContext
+    ) -> ReadPool | None:
+        """``--jobs N``: worker processes for the changed sources, when there are enough of
+        them to pay for starting the workers (see ``POOL_MIN_BYTES``); else ``None``."""
+        opts = self.options
+        if opts.jobs <= 1 or len(reads) < 2 or self.stop.is_set():
+            return None
+        if sum(_unread_bytes(selected[i], cursor) for i, (cursor, _) in reads.items()) < opts.pool_min_bytes:
+            return None
+        from telltale.readpool import ReadPool, Task
+
+        self._pool = ReadPool(min(opts.jobs, len(reads)), opts.content, encode=not opts.dry_run)
+        self._pool.submit([Task(i, selected[i], cursor, ctx) for i, (cursor, _) in sorted(reads.items())])
+        return self._pool
+
+    def _close_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     def _detect(
         self, observations: Sequence[Observation], staged_windows: dict[str, Any], looked_up: set[str],
@@ -1280,6 +1345,17 @@ def _restored_cursor(cursor: bytes | None, source: Source) -> bytes | None:
     except OSError:
         return cursor
     return encode_cursor(msgspec.structs.replace(prior, device=st.st_dev, inode=st.st_ino))
+
+
+def _unread_bytes(source: Source, cursor: bytes | None) -> int:
+    """About how many bytes of a source a scan will read: its size past a JSONL cursor's
+    offset, or its whole size (a database, a document: the cursor says nothing of bytes)."""
+    try:
+        size = os.stat(source.path).st_size
+    except OSError:
+        return 0
+    prior = decode_cursor(cursor)
+    return max(size - prior.offset, 0) if prior is not None else size
 
 
 def _client_of(kind: str) -> str:

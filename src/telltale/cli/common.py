@@ -22,7 +22,7 @@ from telltale.discovery import DiscoveryOptions, DiscoveryResult, check_root, di
 from telltale.errors import UsageError
 from telltale.events.envelope import ContentMode
 from telltale.lock import LockHolder, writer_lock
-from telltale.pipeline import STDOUT_LOG, WINDOW_BYTES, Detector, Scanner, ScanOptions, StreamMemory
+from telltale.pipeline import POOL_MIN_BYTES, STDOUT_LOG, WINDOW_BYTES, Detector, Scanner, ScanOptions, StreamMemory
 from telltale.placement import check_write_paths
 from telltale.state import check_state_file, state_errors
 
@@ -42,6 +42,24 @@ def _size(text: str) -> int:
         return int(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 100M)") from exc
+
+
+def default_jobs() -> int:
+    """The CPU cores this process may run on (``--jobs`` default)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):  # not Linux
+        return max(os.cpu_count() or 1, 1)
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of processes: {text!r}") from None
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"--jobs must be between 1 and 256, not {value}")
+    return value
 
 
 def add_discovery_arguments(parser: argparse.ArgumentParser) -> None:
@@ -115,6 +133,15 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         "what is not delivered stays queued for the next run or `telltale delivery run`",
     )
     parser.add_argument("--json", action="store_true", help="print the scan summary as JSON")
+    parser.add_argument(
+        "--jobs", type=_jobs, default=default_jobs(), metavar="N",
+        help=f"worker processes that read, normalise and encode changed stores in parallel (default: the CPU "
+        f"cores available, {default_jobs()} here); the scanning process still runs detection and writes and "
+        f"commits everything in order. Used when at least two changed stores hold {POOL_MIN_BYTES >> 20} MiB or "
+        "more to read; 1: everything in the scanning process",
+    )
+    # Unread bytes from which the workers are used; small values exercise them in tests.
+    parser.add_argument("--jobs-min-bytes", type=_size, default=POOL_MIN_BYTES, help=argparse.SUPPRESS)
     # Size of a write window in bytes of events; small values exercise crash recovery in tests.
     parser.add_argument("--window-bytes", type=_size, default=WINDOW_BYTES, help=argparse.SUPPRESS)
     add_config_root_arguments(parser)
@@ -282,6 +309,8 @@ def scan_options(args: argparse.Namespace, delivery: Delivery | None = None, **e
         log_rotate_keep=args.log_rotate_keep,
         log_group=_group_id(args.log_group),
         window_bytes=args.window_bytes,
+        jobs=args.jobs,
+        pool_min_bytes=args.jobs_min_bytes,
         remote_sinks=delivery.names if feed and delivery is not None else (),
         sink_selectors=delivery.selectors() if feed and delivery is not None else {},
         account_homes=_account_homes(args),
