@@ -69,6 +69,7 @@ def test_system_unit_is_sandboxed_reads_homes_and_writes_only_its_state_and_log(
     assert not any(line.startswith(("ReadWritePaths=", "ProtectHome=yes", "ProtectHome=tmpfs")) for line in lines)
     assert "ExecStart=" + " ".join([sys.executable, "-m", "telltale", "watch", "--profile", "system"]) in lines
     assert "WantedBy=multi-user.target" in lines
+    assert "ExecReload=/bin/kill -HUP $MAINPID" in lines  # systemctl reload: the watch reads its rules again
 
 
 def test_timer_runs_scan_once_every_interval_with_jitter() -> None:
@@ -76,6 +77,7 @@ def test_timer_runs_scan_once_every_interval_with_jitter() -> None:
     assert set(units) == {"telltale.service", "telltale.timer"}
     assert "Type=oneshot" in units["telltale.service"] and "scan --once --profile system" in units["telltale.service"]
     assert "[Install]" not in units["telltale.service"]  # started by its timer only
+    assert "ExecReload=" not in units["telltale.service"]  # each run reads the rules anyway
     timer = units["telltale.timer"].splitlines()
     assert {"OnUnitInactiveSec=10min", "RandomizedDelaySec=1min", "WantedBy=timers.target"} <= set(timer)
 

@@ -31,7 +31,7 @@ from telltale.cli.common import (
     state_lock,
 )
 from telltale.config.settings import apply_settings, configurable
-from telltale.errors import StateLocked, UsageError
+from telltale.errors import StateLocked, TelltaleError, UsageError
 from telltale.events.redaction import redact, redact_document
 from telltale.pipeline import ScanResult
 from telltale.watch.loop import DEFAULT_POLL_RATE, AlertQueue, ScanRequest, WatchConfig, WatchSession
@@ -158,9 +158,12 @@ def run(args: argparse.Namespace) -> int:
         return 0  # stopped while waiting for the first lock
     base = scanner.options
 
+    reload = _Reload(args)
+
     def scan(request: ScanRequest) -> ScanResult | None:
         try:
             with locked():
+                reload.apply(scanner)  # SIGHUP: the rules as they are on disk now
                 # Same options for every scan; only whether it is a targeted (watch-triggered) one differs.
                 scanner.options = dataclasses.replace(base, targeted=request.targeted)
                 result = scanner.scan(request.sources, discovery_errors=request.discovery_errors)
@@ -181,11 +184,53 @@ def run(args: argparse.Namespace) -> int:
         changed=scanner.changed_sources,
     )
     restore = _install_stop(session, stopping, scanner)
+    restore_hup = reload.install()
     try:
         return session.run(first)
     finally:
+        restore_hup()
         restore()
         scanner.close()
+
+
+class _Reload:
+    """SIGHUP (``systemctl reload``): the rules, overrides, policies and allowlists are read
+    again from disk at once (on a thread: the loop may be scanning), and the next scan uses
+    them. A pack that does not load is reported in one line and the rules in use stay: a
+    typo in a rule file must not blind a running sensor."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self._lock = threading.Lock()  # one reload at a time; the last one wins
+        self._pending: list[Any] = []  # the detector the next scan takes
+
+    def install(self) -> Any:
+        if not hasattr(signal, "SIGHUP"):  # pragma: no cover - Windows has no SIGHUP
+            return lambda: None
+
+        def handler(_sig: int, _frame: Any) -> None:
+            threading.Thread(target=self._load, name="telltale-watch-reload", daemon=True).start()
+
+        previous = signal.signal(signal.SIGHUP, handler)
+        return lambda: signal.signal(signal.SIGHUP, previous)
+
+    def _load(self) -> None:
+        with self._lock:
+            try:
+                detector = load_detector(self.args)
+            except TelltaleError as exc:
+                print(redact(f"telltale: watch: rules not reloaded, the rules in use stay: {exc}"),
+                      file=sys.stderr, flush=True)
+                return
+            self._pending[:] = [detector]
+            what = "no rule is left: detection is off" if detector is None else "rules reloaded"
+            print(f"telltale: watch: {what} (from the next scan on)", file=sys.stderr, flush=True)
+
+    def apply(self, scanner: Any) -> None:
+        """Called at the start of each scan, under the state lock."""
+        with self._lock:
+            if self._pending:
+                scanner.detector = self._pending.pop()
 
 
 def _inventory_hook(args: argparse.Namespace) -> Any:

@@ -82,6 +82,8 @@ def service_unit(spec: ServiceSpec) -> str:
         "[Service]",
         f"Type={'exec' if watch else 'oneshot'}",
         f"ExecStart={exec_start(spec)}",
+        # `systemctl reload`: a watch reads its rules again (a timer's scan reads them each run).
+        *(["ExecReload=/bin/kill -HUP $MAINPID"] if watch else []),
         # SIGTERM: committed work stays committed and the exit status is 143 (a clean stop);
         # 75: another writer holds the state, the next run will do the work.
         "SuccessExitStatus=143 75",
