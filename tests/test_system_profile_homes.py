@@ -162,10 +162,13 @@ def _scan(tmp_path: Path, etc: Path, *extra: str) -> list[dict[str, Any]]:
     return read_events(out / "events.jsonl")[before:]
 
 
-def test_system_scan_gives_every_event_its_accounts_user_name(tmp_path: Path) -> None:
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_system_scan_gives_every_event_its_accounts_user_name(tmp_path: Path, jobs: str) -> None:
+    """With worker processes too: a worker's events carry its source's account."""
     etc, homes = _fake_host(tmp_path)
     (tmp_path / "service-home").mkdir()
-    events = _scan(tmp_path, etc)
+    pool = ("--jobs", jobs, "--jobs-min-bytes", "0")
+    events = _scan(tmp_path, etc, *pool)
     owner = {path_hash(str(p)): name for name, home in homes.items() for p in home.rglob("*.jsonl")}
     by_dataset: dict[str, list[dict[str, Any]]] = {}
     for event in events:
@@ -189,11 +192,12 @@ def test_system_scan_gives_every_event_its_accounts_user_name(tmp_path: Path) ->
     assert [e["user"]["name"] for e in summary] == [_host()]
     sources = summary[0]["telltale"]["scan"]["sources"]
     assert sorted(s["user"] for s in sources) == ["alice", "bob", "root"]
+    assert summary[0]["telltale"]["scan"].get("worker_processes", 0) == (0 if jobs == "1" else 2)
 
     # a second scan reads nothing again; an append to bob's store is bob's
-    assert [e for e in _scan(tmp_path, etc) if e["event"]["dataset"] == "telltale.activity"] == []
+    assert [e for e in _scan(tmp_path, etc, *pool) if e["event"]["dataset"] == "telltale.activity"] == []
     write_claude_session(homes["bob"], "-work-p", "sess-1", 1, start=5)
-    again = [e for e in _scan(tmp_path, etc) if e["event"]["dataset"] == "telltale.activity"]
+    again = [e for e in _scan(tmp_path, etc, *pool) if e["event"]["dataset"] == "telltale.activity"]
     assert again and {e["user"]["name"] for e in again} == {"bob"}
 
 
