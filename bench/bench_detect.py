@@ -13,8 +13,17 @@ normalisation stage, timed on its own (``normalize``), as the pipeline does befo
 CPU time is reported next to wall clock (the best of ``--repeat`` runs; CPU time resists
 a busy host).
 
+With ``--scan-home HOME`` a real cold ``telltale scan --once`` of HOME runs in this process
+(fresh state in a temporary directory, the compiled pack cached there by a first scan
+unless ``--uncached``), with the engine's build and ``evaluate`` timed inside the scan;
+the batches the scan gave the engine are then evaluated again (best of ``--repeat``,
+warm), and the suspects per observation kind and the candidate rules are counted: where
+detection's cost on a real tree comes from (``bench_corpus.py`` trees, e.g.
+``/tmp/telltale-bench-corpus/claude-54/home``).
+
     .venv/bin/python bench/bench_detect.py [--observations N] [--batch N]
     .venv/bin/python bench/bench_detect.py --claude-root /tmp/telltale-bench/home-200/.claude/projects
+    .venv/bin/python bench/bench_detect.py --scan-home /tmp/telltale-bench-corpus/claude-54/home [--uncached]
 """
 
 from __future__ import annotations
@@ -162,13 +171,103 @@ def run(
     return wall, cpu, detections
 
 
+def scan_home(home: Path, repeat: int, uncached: bool) -> None:
+    """A cold scan of ``home`` with detection timed inside it, then its batches again."""
+    import contextlib
+    import io
+    import os
+    import shutil
+    import tempfile
+    from collections import Counter
+
+    from telltale.cli.main import main as cli
+    from telltale.detect.fields import FIELD_NAMES
+
+    os.environ["HOME"] = str(home)
+    spent: dict[str, float] = {"evaluate": 0.0, "engine": 0.0}
+    batches: list[list[Observation]] = []
+    evaluate, init = DetectionEngine.evaluate, DetectionEngine.__init__
+
+    def timed_evaluate(self: DetectionEngine, observations: Sequence[Observation], windows: Any) -> Any:
+        start = time.process_time()
+        try:
+            return evaluate(self, observations, windows)
+        finally:
+            spent["evaluate"] += time.process_time() - start
+            batches.append(list(observations))
+
+    def timed_init(self: DetectionEngine, *args: Any, **kwargs: Any) -> None:
+        start = time.process_time()
+        init(self, *args, **kwargs)
+        spent["engine"] += time.process_time() - start
+
+    with tempfile.TemporaryDirectory(prefix="telltale-bench-detect-") as tmp:
+        out = Path(tmp)
+        argv = ["scan", "--once", "--root", str(home), "--json", "--log-path", str(out / "e.jsonl"),
+                "--state-path", str(out / "s.sqlite")]
+        with contextlib.redirect_stdout(io.StringIO()):
+            if not uncached:  # a first scan leaves the compiled pack (rules.cache) beside the state
+                cli(argv)
+                for path in out.iterdir():
+                    if path.name != "rules.cache":
+                        path.unlink() if path.is_file() else shutil.rmtree(path)
+            DetectionEngine.evaluate = timed_evaluate  # type: ignore[method-assign]
+            DetectionEngine.__init__ = timed_init  # type: ignore[method-assign]
+            try:
+                start = time.process_time()
+                cli(argv)
+                total = time.process_time() - start
+            finally:
+                DetectionEngine.evaluate = evaluate  # type: ignore[method-assign]
+                DetectionEngine.__init__ = init  # type: ignore[method-assign]
+    count = sum(map(len, batches))
+    print(f"cold scan ({'pack compiled' if uncached else 'pack cached'}): {total:.2f}s CPU in-process; "
+          f"engine built in {spent['engine']:.3f}s; evaluate {spent['evaluate']:.3f}s CPU over {len(batches)} "
+          f"batches, {count} observations")
+    engine = DetectionEngine.load()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        for batch in batches:
+            engine.evaluate(batch, {})
+        best = min(best, time.process_time() - start)
+    print(f"evaluate again (warm, best of {repeat}): {best:.3f}s CPU")
+    suspects: Counter[int] = Counter()
+    kinds: Counter[int] = Counter()
+    candidates: Counter[tuple[str, str]] = Counter()
+    for batch in batches:
+        found, marked = engine._suspects(batch)
+        kinds.update(found)
+        for obs, kind, suspect in zip(batch, found, marked, strict=True):
+            known = engine._probe(obs, kind) if suspect else None
+            if known is None:
+                continue
+            suspects[kind] += 1
+            fid = engine._probes[kind][known[0]][5]
+            fx = engine._fields[fid]
+            opened: set[int] = set()
+            if fx is not None and known[2]:
+                fx.opened(known[2], opened)
+            candidates.update((FIELD_NAMES[fid], engine._rules[i].id) for i in opened)
+    names = ("none", "tool request", "tool result", "assistant", "injected", "user")
+    print("observations whose eager fields open a gate, per kind: "
+          + ", ".join(f"{names[k]} {suspects[k]}/{kinds[k]}" for k in sorted(kinds)))
+    print("candidate rules (field, rule: observations): "
+          + ", ".join(f"{f} {r}: {n}" for (f, r), n in candidates.most_common(8)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--observations", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=3, help="runs; the best is reported")
     parser.add_argument("--claude-root", type=Path, help="time the observations of this Claude projects tree")
+    parser.add_argument("--scan-home", type=Path, help="a cold scan of this home, detection timed inside it")
+    parser.add_argument("--uncached", action="store_true", help="with --scan-home: no compiled pack beside the state")
     args = parser.parse_args()
+    if args.scan_home is not None:
+        scan_home(args.scan_home, args.repeat, args.uncached)
+        return
 
     started = time.perf_counter()
     engine = DetectionEngine.load()

@@ -18,12 +18,13 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from functools import partial
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from telltale.detect import cache
+from telltale.detect import cache as pack_cache
 from telltale.detect.allowlist import Allowlist, load_allowlists
-from telltale.detect.evidence import EVIDENCE_CACHE, EvidenceMixin
+from telltale.detect.evidence import EVIDENCE_CACHE, EvidenceMixin, LaterEvidence
 from telltale.detect.fields import FIELD_NAMES, KIND_FIELDS
 from telltale.detect.ledger import DEFAULT_RISK_BANDS, digest, record, rollup_id
 from telltale.detect.loader import Rule, RuleSet, load_rule_files
@@ -133,7 +134,7 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         self._probes = tuple(self._kind_probes(fids) for fids in KIND_FIELDS)
         self._probed = bytes(1 if probes else 0 for probes in self._probes)
         #: The screen's matchers are built on the first large batch, through this cache.
-        self._pack_cache = cache.current()
+        self._pack_cache = pack_cache.current()
         self._screen_ready = False
         #: Session key -> ``[agent version, model, provider]`` last seen (bounded, oldest dropped).
         self._contexts: dict[str, list[str | None]] = {}
@@ -193,7 +194,7 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         are matched by single-observation rules only.
         """
         out: list[Detection] = []
-        cache: dict[tuple[str, str], list[Evidence]] = {}
+        cache: dict[tuple[str, str], LaterEvidence] = {}
         wheres: dict[str, Anchor] = {}
         self._learn_context(observations, windows)
         kinds, suspects = self._suspects(observations)
@@ -286,7 +287,7 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         datas: _Datas,
         window: SessionWindow | None,
         out: list[Detection],
-        cache: dict[tuple[str, str], list[Evidence]],
+        cache: dict[tuple[str, str], LaterEvidence],
         wheres: dict[str, Anchor],
     ) -> None:
         at = _iso_seconds(obs.occurred_at)
@@ -300,7 +301,17 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         if len(wheres) < EVIDENCE_CACHE:
             wheres[obs.observation_id] = anchor
         matched_here = {h.rule.id for h in hits}
-        evidence = {h.rule.id: self._evidence(obs, h, datas) for h in hits}
+        # Evidence (an excerpt around a match: a search again) for alerts now; for a window
+        # entry only when a sequence completes in this call and reads it; for a signal
+        # nobody remembers, never.
+        evidence: dict[str, list[Evidence]] = {}
+
+        def evidence_of(h: _Hit) -> list[Evidence]:
+            found = evidence.get(h.rule.id)
+            if found is None:
+                found = evidence[h.rule.id] = self._evidence(obs, h, datas)
+            return found
+
         new_entries: dict[str, WindowEntry] = {}
         if window is not None:
             if at is not None:
@@ -311,7 +322,7 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
                     window.entries.append(entry)
                     new_entries[h.rule.id] = entry
                     if len(cache) < EVIDENCE_CACHE:
-                        cache[(obs.observation_id, h.rule.id)] = evidence[h.rule.id]
+                        cache[(obs.observation_id, h.rule.id)] = LaterEvidence(partial(evidence_of, h))
             self._prune(window, at)
         for h in hits:
             spec = h.rule.rule.spec
@@ -345,7 +356,7 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
                 source_kind=obs.source_kind,
                 occurred_at=obs.occurred_at,
                 anchors=[obs.observation_id],
-                evidence=evidence[spec.id],
+                evidence=evidence_of(h),
                 recommendation=spec.recommendation,
                 tool_name=obs.tool_name,
                 source_path=obs.provenance.path,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from telltale.detect.fields import FIELD_NAMES
 from telltale.detect.match import Searcher, _Datas, _Hit, _Matcher
@@ -37,6 +37,21 @@ def _excerpt(data: bytes, start: int, end: int) -> str:
         cut = max(data.rfind(ws, end, hi) for ws in (b" ", b"\n", b"\t"))
         hi = cut if cut >= 0 else end
     return data[lo:hi].decode("utf-8", "ignore")
+
+
+class LaterEvidence:
+    """A window entry's evidence, made on first read (``make`` runs once)."""
+
+    __slots__ = ("_make", "_value")
+
+    def __init__(self, make: Callable[[], list[Evidence]]) -> None:
+        self._make = make
+        self._value: list[Evidence] | None = None
+
+    def __iter__(self) -> Iterator[Evidence]:
+        if self._value is None:
+            self._value = self._make()
+        return iter(self._value)
 
 
 class EvidenceMixin:

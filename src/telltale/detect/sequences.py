@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from telltale.detect.evidence import LaterEvidence
 from telltale.detect.loader import DEFAULT_WITHIN_STEPS, Rule, RuleSet, resolve_selector
 from telltale.detect.match import _Rule
-from telltale.detect.model import WINDOW_MAX_ENTRIES, Detection, Evidence, SessionWindow, WindowEntry, severity_for
+from telltale.detect.model import WINDOW_MAX_ENTRIES, Detection, SessionWindow, WindowEntry, severity_for
 from telltale.model import Observation
 
 
@@ -189,7 +190,7 @@ class SequenceMixin:
         chain: list[WindowEntry],
         det_id: str,
         obs: Observation,
-        cache: dict[tuple[str, str], list[Evidence]],
+        cache: dict[tuple[str, str], LaterEvidence],
         window: SessionWindow,
         at: float | None,
     ) -> Detection:
