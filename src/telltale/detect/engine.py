@@ -256,11 +256,19 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         them once (a session header), not on the tool calls that alerts anchor on."""
         contexts = self._contexts
         session_family = Family.SESSION
+        last: tuple[str, str, str | None, str | None, str | None] | None = None
         for obs in observations:
             if obs.session_id is None or (
                 obs.family is not session_family and obs.model is None and obs.provider is None
             ):
                 continue
+            version = agent_version_of(obs)
+            # The same session, version, model and provider as the observation before:
+            # nothing to learn (a batch is mostly one session's run of one model).
+            seen = (obs.client, obs.session_id, version, obs.model, obs.provider)
+            if seen == last:
+                continue
+            last = seen
             key = f"{obs.client}:{obs.session_id}"
             ctx = contexts.get(key)
             if ctx is None:
@@ -269,7 +277,6 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
                 if len(contexts) >= CONTEXT_SESSIONS:
                     del contexts[next(iter(contexts))]
                 contexts[key] = ctx
-            version = agent_version_of(obs)
             if version:
                 ctx[0] = version
             if obs.model:
