@@ -19,7 +19,6 @@ import os
 import sys
 import threading
 import time
-import traceback
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -511,7 +510,7 @@ class Scanner:
                    if use_cursors and self.state is not None and writes_state else {})
         fps, reads = self._plan(selected, use_cursors, fingerprints, removed)
         pool = self._start_pool(selected, reads, ctx)
-        workers = len(pool.workers) if pool is not None else 0
+        workers = pool.size if pool is not None else 0
         for index, source in enumerate(selected):
             if stop.is_set():
                 interrupted_at = index
@@ -616,6 +615,8 @@ class Scanner:
                 detail = f"{getattr(exc, 'remote_name', None) or type(exc).__name__} in adapter"
                 errors.append({"source": source, "reason": "internal_error", "detail": detail})
                 if os.environ.get("TELLTALE_DEBUG"):
+                    import traceback  # only here: importing it costs a no-change scan (textwrap)
+
                     traceback.print_exc(file=sys.stderr)
                 staged, staged_windows = _Window(), {}
             else:
@@ -916,8 +917,11 @@ class Scanner:
         if sum(_unread_bytes(selected[i], cursor) for i, (cursor, _) in reads.items()) < opts.pool_min_bytes:
             return None
         from telltale.readpool import ReadPool, Task
+        from telltale.sources.registry import adapter_module
 
-        self._pool = ReadPool(min(opts.jobs, len(reads)), opts.content, encode=not opts.dry_run)
+        kinds = sorted({selected[i].kind for i in reads})
+        self._pool = ReadPool(min(opts.jobs, len(reads)), opts.content, encode=not opts.dry_run,
+                              preload=[adapter_module(kind) for kind in kinds])
         self._pool.submit([Task(i, selected[i], cursor, ctx) for i, (cursor, _) in sorted(reads.items())])
         return self._pool
 

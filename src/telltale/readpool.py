@@ -158,40 +158,64 @@ class _Worker:
 class ReadPool:
     """N worker processes reading a scan's changed sources; consumed in order by :meth:`batches`."""
 
-    def __init__(self, jobs: int, content: str, *, encode: bool) -> None:
-        import multiprocessing
-
-        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        ctx: Any = multiprocessing.get_context(method)
-        if method == "forkserver":
-            # The server imports the worker's modules once; each worker is a fork of it.
-            ctx.set_forkserver_preload(["telltale.readpool", "telltale.events.activity", "telltale.normalize.stage"])
+    def __init__(self, jobs: int, content: str, *, encode: bool, preload: Sequence[str] = ()) -> None:
+        """Start ``jobs`` workers, on a thread: starting the first one waits for the
+        forkserver to import the worker's modules (``preload``: the adapters of the sources
+        to read, too), and the scan meanwhile builds its rule pack or reads on."""
+        self.size = jobs
         self._content, self._encode = content, encode
         self._lock = threading.Lock()
         self._pending: collections.deque[Task] = collections.deque()
+        self._waiting: set[int] = set()  # the indices in ``_pending``
         self._by_index: dict[int, _Worker] = {}
         #: Sources whose end (or failure) was received.
         self._ended: set[int] = set()
         self.workers: list[_Worker] = []
-        for wid in range(jobs):
-            task_r, task_w = ctx.Pipe(duplex=False)
-            result_r, result_w = ctx.Pipe(duplex=False)
-            process = ctx.Process(target=_worker, args=(task_r, result_w, content, encode),
-                                  name=f"telltale-read-{wid}", daemon=True)
-            process.start()
-            task_r.close()  # the worker's ends: closed here, so its death is an end of file
-            result_w.close()
-            worker = _Worker(wid, process, task_w, result_r)
-            worker.reader = threading.Thread(target=self._receive, args=(worker,), name=f"telltale-recv-{wid}",
-                                             daemon=True)
-            worker.reader.start()
-            self.workers.append(worker)
+        self._closing = False
+        self._started = threading.Event()
+        self._starter = threading.Thread(target=self._start, args=(jobs, tuple(preload)), name="telltale-pool",
+                                         daemon=True)
+        self._starter.start()
+
+    def _start(self, jobs: int, preload: tuple[str, ...]) -> None:
+        try:
+            import multiprocessing
+
+            method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+            ctx: Any = multiprocessing.get_context(method)
+            if method == "forkserver":
+                # The server imports the worker's modules once; each worker is a fork of it.
+                ctx.set_forkserver_preload(["telltale.readpool", "telltale.events.activity",
+                                            "telltale.normalize.stage", *preload])
+            for wid in range(jobs):
+                if self._closing:
+                    return
+                task_r, task_w = ctx.Pipe(duplex=False)
+                result_r, result_w = ctx.Pipe(duplex=False)
+                process = ctx.Process(target=_worker, args=(task_r, result_w, self._content, self._encode),
+                                      name=f"telltale-read-{wid}", daemon=True)
+                process.start()
+                task_r.close()  # the worker's ends: closed here, so its death is an end of file
+                result_w.close()
+                worker = _Worker(wid, process, task_w, result_r)
+                worker.reader = threading.Thread(target=self._receive, args=(worker,), name=f"telltale-recv-{wid}",
+                                                 daemon=True)
+                worker.reader.start()
+                with self._lock:
+                    self.workers.append(worker)
+                    self._dispatch()
+        except OSError as exc:  # no process could be started: the scan reads everything itself
+            if os.environ.get("TELLTALE_DEBUG"):
+                print(f"telltale: --jobs: worker processes not started ({exc})", file=sys.stderr)
+        finally:
+            self._started.set()
 
     # -- scheduling ---------------------------------------------------------------------
     def submit(self, tasks: Sequence[Task]) -> None:
         """The scan's changed sources, in the order it will consume them."""
         with self._lock:
             self._pending.extend(tasks)
+            self._waiting.update(t.index for t in tasks)
             self._dispatch()
 
     def _dispatch(self) -> None:
@@ -201,10 +225,12 @@ class ReadPool:
                 return
             if worker.alive and not worker.busy:
                 task = self._pending.popleft()
+                self._waiting.discard(task.index)
                 try:
                     worker.tasks.send(task)
                 except OSError:
                     self._pending.appendleft(task)
+                    self._waiting.add(task.index)
                     worker.alive = False
                     continue
                 worker.busy = True
@@ -238,10 +264,11 @@ class ReadPool:
             with self._lock:
                 worker = self._by_index.get(index)
                 orphan = None
-                if worker is None and not any(w.alive for w in self.workers):
+                if worker is None and self._started.is_set() and not any(w.alive for w in self.workers):
                     orphan = next((t for t in self._pending if t.index == index), None)
                     if orphan is not None:
                         self._pending.remove(orphan)
+                        self._waiting.discard(index)
             if orphan is not None:  # every worker died before taking it: read here
                 yield from local_batches(orphan.source, orphan.cursor, orphan.ctx, self._content, encode=self._encode)
                 self._ended.add(index)
@@ -285,7 +312,8 @@ class ReadPool:
             worker = self._by_index.get(index)
             if worker is not None:
                 return True
-            return any(w.alive for w in self.workers) and any(t.index == index for t in self._pending)
+            alive = not self._started.is_set() or any(w.alive for w in self.workers)
+            return alive and index in self._waiting
 
     def ended(self, index: int) -> bool:
         """Whether source ``index`` was read to its end (or its failure)."""
@@ -310,13 +338,17 @@ class ReadPool:
                 self._by_index.pop(task.index, None)
             worker.assigned.clear()
             self._pending.extendleft(reversed(later))
+            self._waiting.update(t.index for t in later)
             self._dispatch()
 
     def close(self) -> None:
         """End the workers. They hold nothing but what they read (read-only): a worker
         still sending the rest of a source the scan gave up on is simply killed."""
+        self._closing = True
+        self._starter.join()
         with self._lock:
             self._pending.clear()
+            self._waiting.clear()
             for worker in self.workers:
                 worker.alive = False
         for worker in self.workers:

@@ -7,6 +7,7 @@ discovered sources are sorted separately (see ``telltale.discovery``).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from functools import cache
 
 from telltale.errors import UsageError
@@ -63,6 +64,16 @@ REGISTRY: tuple[SourceSpec, ...] = (
 
 CLIENTS: tuple[str, ...] = tuple(dict.fromkeys(spec.client for spec in REGISTRY))
 KINDS: tuple[str, ...] = tuple(spec.kind for spec in REGISTRY)
+
+
+def adapter_module(kind: str) -> str:
+    """The module defining ``kind``'s adapter, found without importing it (an agent package
+    names it in its ``_LAZY`` map): a ``--jobs`` forkserver imports it once for its workers."""
+    package, _, attr = spec_for(kind).adapter.partition(":")
+    lazy = getattr(importlib.import_module(package), "_LAZY", None)
+    if isinstance(lazy, dict) and isinstance(lazy.get(attr), str):
+        return importlib.util.resolve_name(lazy[attr], package)
+    return package
 
 
 def spec_for(kind: str) -> SourceSpec:
