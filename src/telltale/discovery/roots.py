@@ -216,31 +216,27 @@ def environment_roots(env: EnvView, platform: Platform) -> RootSet:
 
 def explicit_roots(root: str, platform: Platform) -> RootSet:
     """Roots for an explicit ``--root DIR``: DIR is the home; no environment is read."""
-    flavour = Flavour(platform)
-    return RootSet(
-        flavour=flavour,
-        explicit=True,
-        home=root,
-        codex_home=flavour.join(root, ".codex"),
-        codex_home_found_by="explicit_root",
-        data_home=default_data_home(flavour, root),
-        home_found_by="explicit_root",
-        data_home_found_by="explicit_root",
-    )
+    return _home_defaults(root, platform, ("explicit_root", "explicit_root", "explicit_root"))
 
 
 def account_roots(home: str, platform: Platform) -> RootSet:
     """Roots of one account's home in the system profile: the defaults below the home the
     account database names. No environment is read — the service's is not the user's, and
     the user's (``CODEX_HOME``, ``CLAUDE_CONFIG_DIR``...) is invisible to it."""
+    return _home_defaults(home, platform, ("home", "codex_home", "data_home"))
+
+
+def _home_defaults(home: str, platform: Platform, found_by: tuple[str, str, str]) -> RootSet:
+    """Every root at its default place below ``home``; ``found_by``: how the home, the Codex
+    home and the data home are said to be found."""
     flavour = Flavour(platform)
     return RootSet(
         flavour=flavour,
         explicit=True,
         home=home,
         codex_home=flavour.join(home, ".codex"),
-        codex_home_found_by="codex_home",
+        codex_home_found_by=found_by[1],
         data_home=default_data_home(flavour, home),
-        home_found_by="home",
-        data_home_found_by="data_home",
+        home_found_by=found_by[0],
+        data_home_found_by=found_by[2],
     )
