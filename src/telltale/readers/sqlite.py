@@ -181,6 +181,14 @@ def _read_header(path: str) -> bytes:
         os.close(fd)
 
 
+
+def cell_int(value: object) -> int | None:
+    """An integer cell as an int (a REAL is truncated); ``None`` for anything else, a
+    boolean included (it is a number to Python, never a row id or a count here)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
 def _error(exc: sqlite3.Error) -> SourceError:
     """Map an SQLite error to a bounded, content-free source failure."""
     name = str(getattr(exc, "sqlite_errorname", "") or type(exc).__name__)

@@ -13,8 +13,8 @@ emitted and its committed cursor stays.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
-from typing import Protocol
+from collections.abc import Callable, Iterator
+from typing import Protocol, TypeVar
 
 import msgspec
 
@@ -97,6 +97,31 @@ class PendingBatch:
     def batch(self, cursor: bytes | None, *, partial: bool = False) -> Batch:
         return Batch(observations=self.observations, quarantined=self.quarantined, cursor=cursor,
                      records_read=self.records, other_records=self.other, bytes_read=self.bytes, partial=partial)
+
+
+class _Versioned(Protocol):
+    v: int
+
+
+_C = TypeVar("_C", bound=_Versioned)
+
+
+def cursor_decoder(cursor_type: type[_C], version: int = 1) -> Callable[[bytes | None], _C | None]:
+    """The decoder of an adapter's JSON cursor (a Struct with a ``v`` field): ``None`` for
+    no cursor, one that does not decode or one of another version. The source is then read
+    again from its start, which emits nothing twice downstream (event ids are deterministic)."""
+    decoder = msgspec.json.Decoder(cursor_type)
+
+    def decode(raw: bytes | None) -> _C | None:
+        if not raw:
+            return None
+        try:
+            cursor = decoder.decode(raw)
+        except msgspec.DecodeError:
+            return None
+        return cursor if cursor.v == version else None
+
+    return decode
 
 
 class Adapter(Protocol):

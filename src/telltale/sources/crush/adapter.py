@@ -40,10 +40,10 @@ from telltale.model import (
     encode_arguments,
     iso_time,
 )
-from telltale.readers.sqlite import MAX_CELL_BYTES, Admission, Row, SqliteSnapshot
+from telltale.readers.sqlite import MAX_CELL_BYTES, Admission, Row, SqliteSnapshot, cell_int
 from telltale.sources import _project_local
 from telltale.sources._jsonl_driver import Recorder
-from telltale.sources.base import AcquireContext, Batch, HistoryMode, PendingBatch
+from telltale.sources.base import AcquireContext, Batch, HistoryMode, PendingBatch, cursor_decoder
 from telltale.sources.crush import wire as w
 from telltale.sources.crush.tools import AUTHORED_KEYS, facets
 from telltale.sources.spec import Source
@@ -75,24 +75,11 @@ class CrushCursor(msgspec.Struct, omit_defaults=True):
     usage: dict[str, tuple[int, int, float]] = {}
 
 
-_cursor_decoder = msgspec.json.Decoder(CrushCursor)
 _encoder = msgspec.json.Encoder()
 
 
-def decode_cursor(raw: bytes | None) -> CrushCursor | None:
-    if not raw:
-        return None
-    try:
-        cursor = _cursor_decoder.decode(raw)
-    except msgspec.DecodeError:
-        return None  # unreadable: read again from the start (ids are deterministic)
-    return cursor if cursor.v == 1 else None
+decode_cursor = cursor_decoder(CrushCursor)
 
-
-def _int(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return int(value)
 
 
 def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -131,7 +118,7 @@ class _Run:
     def quarantine(self, reason: str, row: Row, err: BoundExceeded | None = None) -> None:
         self.out.quarantined.append(Quarantine(
             source_kind=KIND, path=self.source.path, reason=reason, session_id=_short(row.get("session_id")),
-            record_id=_short(row.get("id")), sequence=_int(row.get("rid")), row=_short(row.get("id")),
+            record_id=_short(row.get("id")), sequence=cell_int(row.get("rid")), row=_short(row.get("id")),
             field=err.field if err is not None else None, bound=err.bound if err is not None else None))
 
     # -- rows ------------------------------------------------------------------------
@@ -150,7 +137,7 @@ class _Run:
                 marks = ",".join("?" * len(chunk))
                 found.extend(self.snap.query(f"{self._select()} WHERE id IN ({marks}) AND rowid <= ?",
                                              [*chunk, state.hw]))
-            found.sort(key=lambda r: _int(r["rid"]) or 0)
+            found.sort(key=lambda r: cell_int(r["rid"]) or 0)
             state.open = []
             self.page(found)
             yield self.batch()
@@ -160,7 +147,7 @@ class _Run:
             if not page:
                 break
             self.page(page)
-            state.hw = max(state.hw, _int(page[-1]["rid"]) or 0)
+            state.hw = max(state.hw, cell_int(page[-1]["rid"]) or 0)
             if len(page) < PAGE_ROWS:
                 break
             yield self.batch(partial=bool(state.open))
@@ -178,7 +165,7 @@ class _Run:
             for r in self.snap.query(f"SELECT session_id, min(rowid) AS lo, max(rowid) AS hi FROM messages"
                                      f" WHERE session_id IN ({marks}) GROUP BY session_id", chunk):
                 if isinstance(r["session_id"], str):
-                    self.bounds[r["session_id"]] = (_int(r["lo"]) or 0, _int(r["hi"]) or 0)
+                    self.bounds[r["session_id"]] = (cell_int(r["lo"]) or 0, cell_int(r["hi"]) or 0)
             if "sessions" in self.tables:
                 cols = [c for c in ("id", "parent_session_id", "created_at") if c in self.snap.columns("sessions")]
                 if "id" in cols:
@@ -189,12 +176,12 @@ class _Run:
     def row(self, row: Row) -> None:
         out = self.out
         out.records += 1
-        rid = _int(row["rid"]) or 0
+        rid = cell_int(row["rid"]) or 0
         mid, sid, role = row["id"], row["session_id"], row["role"]
         if not isinstance(mid, str) or not isinstance(sid, str) or not isinstance(role, str):
             self.quarantine("schema_mismatch", row)
             return
-        size = _int(row["size"]) or 0
+        size = cell_int(row["size"]) or 0
         out.bytes += size
         raw = row["parts"]
         if raw is None:
@@ -246,14 +233,14 @@ class _Run:
         provider = row.get("provider") if isinstance(row.get("provider"), str) and row.get("provider") else None
         common: dict[str, Any] = {
             "client": CLIENT, "agent": AGENT, "session_id": sid, "sequence": rid, "cwd": self.cwd,
-            "occurred_at": iso_time(_int(row.get("created_at"))), "attributes": self.attributes,
+            "occurred_at": iso_time(cell_int(row.get("created_at"))), "attributes": self.attributes,
             "provenance": Provenance(source_kind=KIND, path=self.source.path, row=mid, record_id=mid),
         }
         if first:
             info = self.sessions.get(sid, {})
             parent = info.get("parent_session_id")
             rec.add(source_identity=identity, coordinate="session", family=Family.SESSION,
-                    **{**common, "occurred_at": iso_time(_int(info.get("created_at"))) or common["occurred_at"]},
+                    **{**common, "occurred_at": iso_time(cell_int(info.get("created_at"))) or common["occurred_at"]},
                     parent_session_id=parent if isinstance(parent, str) and parent else None,
                     model=model, provider=provider)
         texts: list[str] = []
@@ -309,7 +296,7 @@ class _Run:
         seen = self.state.usage
         for row in rows:
             sid = row["id"]
-            prompt, completion = _int(row["prompt_tokens"]) or 0, _int(row["completion_tokens"]) or 0
+            prompt, completion = cell_int(row["prompt_tokens"]) or 0, cell_int(row["completion_tokens"]) or 0
             spent = float(row["cost"]) if isinstance(row["cost"], int | float) else 0.0
             if not isinstance(sid, str) or (prompt == 0 and completion == 0):
                 continue

@@ -47,7 +47,7 @@ from telltale.model import (
 )
 from telltale.readers.files import read_small
 from telltale.readers.sqlite import MAX_CELL_BYTES, Admission, SqliteSnapshot
-from telltale.sources.base import AcquireContext, Batch, HistoryMode, PendingBatch
+from telltale.sources.base import AcquireContext, Batch, HistoryMode, PendingBatch, cursor_decoder
 from telltale.sources.cursor import ide_wire as w
 from telltale.sources.cursor.tools import AUTHORED_KEYS, facets
 from telltale.sources.spec import Source
@@ -104,18 +104,10 @@ class IdeCursor(msgspec.Struct, omit_defaults=True):
     mapped: str = ""  # digests of composers already linked to this workspace
 
 
-_cursor_decoder = msgspec.json.Decoder(IdeCursor)
 _encoder = msgspec.json.Encoder()
 
 
-def decode_cursor(raw: bytes | None) -> IdeCursor | None:
-    if not raw:
-        return None
-    try:
-        cursor = _cursor_decoder.decode(raw)
-    except msgspec.DecodeError:
-        return None  # unreadable: start over; ids are deterministic
-    return cursor if cursor.v == 1 else None
+decode_cursor = cursor_decoder(IdeCursor)
 
 
 def digest(value: str) -> str:

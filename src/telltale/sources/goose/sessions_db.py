@@ -38,9 +38,9 @@ from telltale.model import (
     encode_arguments,
     iso_time,
 )
-from telltale.readers.sqlite import MAX_CELL_BYTES, Admission, Row, SqliteSnapshot
+from telltale.readers.sqlite import MAX_CELL_BYTES, Admission, Row, SqliteSnapshot, cell_int
 from telltale.sources._jsonl_driver import Recorder
-from telltale.sources.base import AcquireContext, Batch, HistoryMode, PendingBatch
+from telltale.sources.base import AcquireContext, Batch, HistoryMode, PendingBatch, cursor_decoder
 from telltale.sources.goose import wire as w
 from telltale.sources.goose.tools import AUTHORED_KEYS, facets
 from telltale.sources.spec import Source
@@ -70,29 +70,16 @@ class GooseCursor(msgspec.Struct, omit_defaults=True):
     sessions: dict[str, _Session] = {}
 
 
-_cursor_decoder = msgspec.json.Decoder(GooseCursor)
 _encoder = msgspec.json.Encoder()
 
 
-def decode_cursor(raw: bytes | None) -> GooseCursor | None:
-    if not raw:
-        return None
-    try:
-        cursor = _cursor_decoder.decode(raw)
-    except msgspec.DecodeError:
-        return None
-    return cursor if cursor.v == 1 else None
+decode_cursor = cursor_decoder(GooseCursor)
 
 
 def digest(role: str, content: bytes) -> str:
     raw = hashlib.blake2b(role.encode() + b"\x1f" + content, digest_size=6).digest()
     return base64.urlsafe_b64encode(raw).decode("ascii")
 
-
-def _int(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return int(value)
 
 
 def _sql_time(value: object) -> str | None:
@@ -121,7 +108,7 @@ class _Run:
         return out.batch(cursor)
 
     def quarantine(self, reason: str, row: Row, err: BoundExceeded | None = None) -> None:
-        rid = _int(row.get("id"))
+        rid = cell_int(row.get("id"))
         sid = row.get("session_id")
         self.out.quarantined.append(Quarantine(
             source_kind=KIND, path=self.source.path, reason=reason,
@@ -180,7 +167,7 @@ class _Run:
             for row in page:
                 self.row(row)
             if page:
-                self.state.hw = max(self.state.hw, _int(page[-1]["id"]) or 0)
+                self.state.hw = max(self.state.hw, cell_int(page[-1]["id"]) or 0)
             if len(page) < PAGE_ROWS:
                 return
             yield self.batch()
@@ -192,7 +179,7 @@ class _Run:
         if not isinstance(sid, str) or not isinstance(role, str):
             self.quarantine("schema_mismatch", row)
             return
-        size = _int(row["size"]) or 0
+        size = cell_int(row["size"]) or 0
         out.bytes += size
         raw = row["content_json"]
         if raw is None:
@@ -202,7 +189,7 @@ class _Run:
         if not isinstance(content, bytes):
             self.quarantine("schema_mismatch", row)
             return
-        created = _int(row.get("created_timestamp")) or 0
+        created = cell_int(row.get("created_timestamp")) or 0
         key = digest(role, content)
         session = self.state.sessions.setdefault(sid, _Session())
         if created < session.ts or (created == session.ts and key in session.seen):
@@ -223,7 +210,7 @@ class _Run:
         message_id = row.get("message_id")
         cwd = info.get("working_dir")
         common: dict[str, Any] = {
-            "client": CLIENT, "agent": AGENT, "session_id": sid, "sequence": _int(row["id"]) or 0,
+            "client": CLIENT, "agent": AGENT, "session_id": sid, "sequence": cell_int(row["id"]) or 0,
             "occurred_at": iso_time(created) if created else None,
             "cwd": cwd if isinstance(cwd, str) and cwd else None,
             "provenance": Provenance(source_kind=KIND, path=self.source.path, row=str(row["id"]),
@@ -247,10 +234,10 @@ class _Run:
             self.ledger()
             return
         for sid, row in self.session_rows.items():
-            tin = _int(row.get("accumulated_input_tokens"))
-            tout = _int(row.get("accumulated_output_tokens"))
+            tin = cell_int(row.get("accumulated_input_tokens"))
+            tout = cell_int(row.get("accumulated_output_tokens"))
             if tin is None and tout is None:
-                tin, tout = _int(row.get("input_tokens")), _int(row.get("output_tokens"))
+                tin, tout = cell_int(row.get("input_tokens")), cell_int(row.get("output_tokens"))
             now = (tin or 0, tout or 0)
             session = self.state.sessions.setdefault(sid, _Session())
             if now == (0, 0) or now == session.tokens:
@@ -278,12 +265,13 @@ class _Run:
         for row in rows:
             self.out.records += 1
             sid = row.get("session_id")
-            lid = _int(row.get("id")) or 0
+            lid = cell_int(row.get("id")) or 0
             self.state.ledger = max(self.state.ledger, lid)
-            usage = TokenUsage(input_tokens=_int(row.get("input_tokens")), output_tokens=_int(row.get("output_tokens")),
-                               cache_read_input_tokens=_int(row.get("cache_read_tokens")),
-                               cache_creation_input_tokens=_int(row.get("cache_write_tokens")),
-                               total_tokens=_int(row.get("total_tokens")))
+            usage = TokenUsage(input_tokens=cell_int(row.get("input_tokens")),
+                               output_tokens=cell_int(row.get("output_tokens")),
+                               cache_read_input_tokens=cell_int(row.get("cache_read_tokens")),
+                               cache_creation_input_tokens=cell_int(row.get("cache_write_tokens")),
+                               total_tokens=cell_int(row.get("total_tokens")))
             if not isinstance(sid, str) or usage.is_empty():
                 self.out.other += 1
                 continue
@@ -298,7 +286,7 @@ class _Run:
                 rec.add(source_identity=f"goose:{sid}", coordinate=f"ledger:{lid}", family=Family.USAGE,
                         client=CLIENT, agent=AGENT, session_id=sid, sequence=lid, usage=usage,
                         model=model if isinstance(model, str) and model else None,
-                        occurred_at=iso_time(_int(row.get("created_timestamp"))), attributes=attributes,
+                        occurred_at=iso_time(cell_int(row.get("created_timestamp"))), attributes=attributes,
                         provenance=Provenance(source_kind=KIND, path=self.source.path, row=f"usage_ledger:{lid}"))
             except BoundExceeded as err:
                 self.quarantine("unbounded_value", {"id": lid, "session_id": sid}, err)

@@ -47,7 +47,7 @@ from telltale.model import (
 from telltale.readers.records import failure_reason
 from telltale.readers.sqlite import MAX_CELL_BYTES, Admission, Row, SqliteSnapshot
 from telltale.sources._jsonl_driver import Recorder, ToolFacets, json_text
-from telltale.sources.base import AcquireContext, Batch, HistoryMode, SourceHealth
+from telltale.sources.base import AcquireContext, Batch, HistoryMode, SourceHealth, cursor_decoder
 from telltale.sources.spec import Source
 from telltale.sources.zed import CLIENT, KIND, wire
 
@@ -91,7 +91,6 @@ class ZedCursor(msgspec.Struct, omit_defaults=True):
     threads: dict[str, _Thread] = {}
 
 
-_cursor_decoder = msgspec.json.Decoder(ZedCursor)
 _encoder = msgspec.json.Encoder()
 
 
@@ -434,14 +433,7 @@ class _Mapper:
         return totals
 
 
-def decode_cursor(raw: bytes | None) -> ZedCursor | None:
-    if not raw:
-        return None
-    try:
-        cursor = _cursor_decoder.decode(raw)
-    except msgspec.DecodeError:
-        return None  # unreadable: start over; ids are deterministic
-    return cursor if cursor.v == 1 else None
+decode_cursor = cursor_decoder(ZedCursor)
 
 
 class ZedThreadsAdapter:
