@@ -308,6 +308,36 @@ def mcp_transport(value: str | None, default: str) -> str:
     return "other"
 
 
+class McpEntry(msgspec.Struct):
+    """The common JSON shape of one MCP server entry (Cursor's ``mcp.json``, Crush's ``mcp``):
+    only what the posture keeps; env and header *values* are never decoded."""
+
+    type: str | None = None
+    command: str | None = None
+    url: str | None = None
+    env: dict[str, msgspec.Raw] | None = None
+    headers: dict[str, msgspec.Raw] | None = None
+    disabled: bool | None = None
+
+
+def json_mcp_server(name: str, raw: msgspec.Raw) -> McpServer | None:
+    """A user-scope :class:`McpServer` from an entry of the common shape; None when malformed."""
+    try:
+        entry = msgspec.json.decode(raw, type=McpEntry)
+    except msgspec.DecodeError:
+        return None
+    return McpServer(
+        name=server_name(name),
+        scope="user",
+        transport=mcp_transport(entry.type, "http" if entry.url and not entry.command else "stdio"),
+        command=command_basename(entry.command) if entry.command else None,
+        url_host=url_host(entry.url) if entry.url else None,
+        env_names=env_names(entry.env or {}),
+        header_names=header_names(entry.headers or {}),
+        enabled=(not entry.disabled) if entry.disabled is not None else None,
+    )
+
+
 def add_servers(
     b: Builder,
     entries: Mapping[str, T],

@@ -16,20 +16,15 @@ import os
 
 import msgspec
 
-from telltale.inventory.model import McpServer, Posture, Telemetry
+from telltale.inventory.model import Posture, Telemetry
 from telltale.inventory.posture.common import (
     Builder,
     PostureContext,
     add_servers,
-    command_basename,
     decode_field,
     decode_json,
-    env_names,
     env_path,
-    header_names,
-    mcp_transport,
-    server_name,
-    url_host,
+    json_mcp_server,
 )
 
 
@@ -43,15 +38,6 @@ class _Permissions(msgspec.Struct):
     skip_requests: bool | None = None
 
 
-class _Mcp(msgspec.Struct):
-    type: str | None = None
-    command: str | None = None
-    url: str | None = None
-    env: dict[str, msgspec.Raw] | None = None
-    headers: dict[str, msgspec.Raw] | None = None
-    disabled: bool | None = None
-
-
 def config_path(ctx: PostureContext) -> str:
     folder = env_path(ctx, "CRUSH_GLOBAL_CONFIG")
     if folder is None:
@@ -63,23 +49,6 @@ def config_path(ctx: PostureContext) -> str:
     return os.path.join(folder, "crush.json")
 
 
-def _server(name: str, raw: msgspec.Raw) -> McpServer | None:
-    try:
-        entry = msgspec.json.decode(raw, type=_Mcp)
-    except msgspec.DecodeError:
-        return None
-    return McpServer(
-        name=server_name(name),
-        scope="user",
-        transport=mcp_transport(entry.type, "http" if entry.url and not entry.command else "stdio"),
-        command=command_basename(entry.command) if entry.command else None,
-        url_host=url_host(entry.url) if entry.url else None,
-        env_names=env_names(entry.env or {}),
-        header_names=header_names(entry.headers or {}),
-        enabled=(not entry.disabled) if entry.disabled is not None else None,
-    )
-
-
 def read_crush(ctx: PostureContext) -> Posture:
     b = Builder()
     data = b.read("config", config_path(ctx))
@@ -89,7 +58,7 @@ def read_crush(ctx: PostureContext) -> Posture:
             b.malformed()
         else:
             servers = decode_field(b, config.mcp, dict[str, msgspec.Raw], "mcp_servers_malformed") or {}
-            add_servers(b, servers, "user", _server)
+            add_servers(b, servers, "user", json_mcp_server)
             perms = decode_field(b, config.permissions, _Permissions, "permissions_malformed")
             if perms is not None:
                 if perms.allowed_tools:

@@ -20,35 +20,21 @@ import os
 
 import msgspec
 
-from telltale.inventory.model import McpServer, Posture, Telemetry
+from telltale.inventory.model import Posture, Telemetry
 from telltale.inventory.posture.common import (
     Builder,
     PostureContext,
     add_servers,
-    command_basename,
     decode_field,
     decode_json,
-    env_names,
     env_path,
-    header_names,
-    mcp_transport,
-    server_name,
+    json_mcp_server,
     token,
-    url_host,
 )
 
 
 class _McpFile(msgspec.Struct):
     mcpServers: msgspec.Raw = msgspec.Raw()
-
-
-class _McpEntry(msgspec.Struct):
-    type: str | None = None
-    command: str | None = None
-    url: str | None = None
-    env: dict[str, msgspec.Raw] | None = None
-    headers: dict[str, msgspec.Raw] | None = None
-    disabled: bool | None = None
 
 
 class _Permissions(msgspec.Struct):
@@ -67,23 +53,6 @@ class _PermissionsFile(msgspec.Struct):
     autoRun: msgspec.Raw = msgspec.Raw()
 
 
-def _server(name: str, raw: msgspec.Raw) -> McpServer | None:
-    try:
-        entry = msgspec.json.decode(raw, type=_McpEntry)
-    except msgspec.DecodeError:
-        return None
-    return McpServer(
-        name=server_name(name),
-        scope="user",
-        transport=mcp_transport(entry.type, "http" if entry.url and not entry.command else "stdio"),
-        command=command_basename(entry.command) if entry.command else None,
-        url_host=url_host(entry.url) if entry.url else None,
-        env_names=env_names(entry.env or {}),
-        header_names=header_names(entry.headers or {}),
-        enabled=(not entry.disabled) if entry.disabled is not None else None,
-    )
-
-
 def _count_note(b: Builder, label: str, items: list[msgspec.Raw] | None) -> None:
     if items:
         b.note(f"{label}_{min(len(items), 999)}")
@@ -100,7 +69,7 @@ def read_cursor(ctx: PostureContext) -> Posture:
         else:
             entries = decode_field(b, config.mcpServers, dict[str, msgspec.Raw], "mcp_servers_malformed") or {}
             if entries:
-                add_servers(b, entries, "user", _server)
+                add_servers(b, entries, "user", json_mcp_server)
 
     cli_dir = env_path(ctx, "CURSOR_CONFIG_DIR")
     if cli_dir is None and ctx.platform == "linux" and (xdg := env_path(ctx, "XDG_CONFIG_HOME")):
