@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
-from functools import partial
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -311,14 +310,7 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         # Evidence (an excerpt around a match: a search again) for alerts now; for a window
         # entry only when a sequence completes in this call and reads it; for a signal
         # nobody remembers, never.
-        evidence: dict[str, list[Evidence]] = {}
-
-        def evidence_of(h: _Hit) -> list[Evidence]:
-            found = evidence.get(h.rule.id)
-            if found is None:
-                found = evidence[h.rule.id] = self._evidence(obs, h, datas)
-            return found
-
+        evidence = {h.rule.id: self._evidence(obs, h, datas) for h in hits if not h.rule.rule.spec.signal}
         new_entries: dict[str, WindowEntry] = {}
         if window is not None:
             if at is not None:
@@ -329,7 +321,10 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
                     window.entries.append(entry)
                     new_entries[h.rule.id] = entry
                     if len(cache) < EVIDENCE_CACHE:
-                        cache[(obs.observation_id, h.rule.id)] = LaterEvidence(partial(evidence_of, h))
+                        made = evidence.get(h.rule.id)
+                        cache[(obs.observation_id, h.rule.id)] = (
+                            LaterEvidence.made(made) if made is not None else self._later_evidence(obs, h, datas)
+                        )
             self._prune(window, at)
         for h in hits:
             spec = h.rule.rule.spec
@@ -363,7 +358,7 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
                 source_kind=obs.source_kind,
                 occurred_at=obs.occurred_at,
                 anchors=[obs.observation_id],
-                evidence=evidence_of(h),
+                evidence=evidence[spec.id],
                 recommendation=spec.recommendation,
                 tool_name=obs.tool_name,
                 source_path=obs.provenance.path,

@@ -44,13 +44,19 @@ class LaterEvidence:
 
     __slots__ = ("_make", "_value")
 
-    def __init__(self, make: Callable[[], list[Evidence]]) -> None:
+    def __init__(self, make: Callable[[], list[Evidence]] | None, value: list[Evidence] | None = None) -> None:
         self._make = make
-        self._value: list[Evidence] | None = None
+        self._value = value
+
+    @classmethod
+    def made(cls, value: list[Evidence]) -> LaterEvidence:
+        return cls(None, value)
 
     def __iter__(self) -> Iterator[Evidence]:
         if self._value is None:
+            assert self._make is not None
             self._value = self._make()
+            self._make = None
         return iter(self._value)
 
 
@@ -80,6 +86,19 @@ class EvidenceMixin:
                 )
             )
         return out
+
+    def _later_evidence(self, obs: Observation, hit: _Hit, datas: _Datas) -> LaterEvidence:
+        """Evidence made when read, from the observation's values cut again (the same bytes:
+        keeping ``datas`` would hold up to 64 KiB per field of every remembered hit of a
+        batch until ``evaluate`` returns)."""
+        kind_fields, fields = datas.kind_fields, datas.fields
+
+        def make() -> list[Evidence]:
+            fresh = _Datas()
+            fresh.obs, fresh.kind_fields, fresh.fields = obs, kind_fields, fields
+            return self._evidence(obs, hit, fresh)
+
+        return LaterEvidence(make)
 
     def _span(self, m: _Matcher, data: bytes) -> tuple[int, int]:
         searchers = m.searchers if m.is_regex else tuple(self._single(m.field, a) for a in m.atoms)
