@@ -19,6 +19,7 @@ written, never dropped, and ``ShellFacts.truncated`` says so.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -544,7 +545,7 @@ class _Walker:
             inner = node.named_children[0] if node.named_child_count else None
             return self._word(inner, depth, nest + 1) if inner is not None else self._t(node)[1:]
         if kind == "concatenation":
-            return "".join(self._word(c, depth, nest + 1) for c in node.children)
+            return self._concatenation(node, depth, nest)
         if kind == "simple_expansion":
             return self._var(self._t(node)[1:], self._t(node))
         if kind == "expansion":
@@ -558,18 +559,26 @@ class _Walker:
             return " ".join(self._word(c, depth, nest + 1) for c in node.named_children)
         return self._t(node)
 
+    def _concatenation(self, node: Node, depth: int, nest: int) -> str:
+        """A word of several parts. A variable the command never sets, spliced between
+        letters (``cu${z}rl``, ``b${u}ash``), is read as unset, as bash expands it: to
+        nothing. Elsewhere (``$BUILD_DIR/out``) an unknown variable stays as written, so a
+        path is never shortened into another one (``rm -rf $DIR/`` is not ``rm -rf /``)."""
+        parts = [(self._word(c, depth, nest + 1), c) for c in node.children]
+        return _unsplice(parts, self._t)
+
     def _dquoted(self, node: Node, depth: int, nest: int) -> str:
-        parts: list[str] = []
+        parts: list[tuple[str, Node | None]] = []
         for child in node.children:
             if not child.is_named:
                 if child.type not in ('"',):
-                    parts.append(child.type if child.type != "$" else "$")
+                    parts.append((child.type if child.type != "$" else "$", None))
                 continue
             if child.type == "string_content":
-                parts.append(_dq_unescape(self._t(child)))
+                parts.append((_dq_unescape(self._t(child)), child))
             else:
-                parts.append(self._word(child, depth, nest + 1))
-        return "".join(parts)
+                parts.append((self._word(child, depth, nest + 1), child))
+        return _unsplice(parts, self._t)
 
     def _var(self, name: str, raw: str) -> str:
         if name in self.env:
@@ -708,6 +717,18 @@ class _Walker:
             if data is None:
                 return None
         return data
+
+
+def _unsplice(parts: Sequence[tuple[str, Node | None]], text: Callable[[Node], str]) -> str:
+    """Join a word's parts; an unknown variable left as written (``${z}``) between two
+    letters or digits is taken as unset and dropped (see ``_Walker._concatenation``)."""
+    values = [value for value, _ in parts]
+    for i in range(1, len(parts) - 1):
+        node = parts[i][1]
+        if (node is not None and node.type in ("simple_expansion", "expansion") and values[i] == text(node)
+                and values[i - 1][-1:].isalnum() and values[i + 1][:1].isalnum()):
+            values[i] = ""
+    return "".join(values)
 
 
 def _flatten(stages: list[Node]) -> list[tuple[Node, list[Node]]]:
