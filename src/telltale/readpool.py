@@ -141,6 +141,21 @@ def _message(index: int, kind: int, payload: bytes) -> bytes:
 
 
 # -- the scanning process's side -----------------------------------------------------------
+def _widen(conn: Any) -> None:
+    """A results pipe that holds a whole chunk (Linux): its reader thread then takes a chunk
+    in one read, instead of one per 64 KiB, each waiting for the interpreter lock the
+    scanning thread holds (a convoy that left the workers blocked most of the time)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        return
+    size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if size is not None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(conn.fileno(), size, 2 * CHUNK_BYTES)
+
+
+
 @dataclass
 class _Worker:
     wid: int
@@ -192,6 +207,7 @@ class ReadPool:
                     return
                 task_r, task_w = ctx.Pipe(duplex=False)
                 result_r, result_w = ctx.Pipe(duplex=False)
+                _widen(result_r)
                 process = ctx.Process(target=_worker, args=(task_r, result_w, self._content, self._encode),
                                       name=f"telltale-read-{wid}", daemon=True)
                 process.start()

@@ -344,6 +344,13 @@ class StateStore:
 
     # -- detection windows ---------------------------------------------------------
     @_guarded
+    def has_detect_windows(self) -> bool:
+        """Whether any session's detection window is stored (none before a first scan)."""
+        try:
+            return self.conn.execute("SELECT 1 FROM detect_windows LIMIT 1").fetchone() is not None
+        except sqlite3.OperationalError:  # a read-only state from before the table: look each up
+            return True
+
     def detect_windows(self, keys: Iterable[str]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         for key in keys:
