@@ -146,3 +146,15 @@ def test_a_source_interrupted_in_its_middle_is_read_on_although_unchanged(tmp_pa
                   and e["event"]["action"] not in ("scan_summary", "scan_interrupted")) == sorted(
         e["event"]["id"] for e in read_events(whole / "e.jsonl") if e["event"]["kind"] != "state"
         and e["event"]["action"] != "scan_summary")
+
+
+@pytest.mark.parametrize(("cores", "jobs"), [(1, 1), (2, 1), (3, 2), (9, 8), (64, 8)])
+def test_the_default_leaves_the_writer_a_core_and_stops_at_eight(
+    monkeypatch: pytest.MonkeyPatch, cores: int, jobs: int
+) -> None:
+    """Two workers beside the writer were slower than one process on two cores (see
+    docs/performance.md); each worker is a process of its own (~30 MiB)."""
+    from telltale.cli import common
+
+    monkeypatch.setattr(common, "cores", lambda: cores)
+    assert common.default_jobs() == jobs

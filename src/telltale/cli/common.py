@@ -57,8 +57,13 @@ def default_jobs() -> int:
     detection and writing. On two cores that is one job: measured on a 2-core host, two
     workers beside the writer made a cold scan 0.6-1.0x as fast for +30% CPU (the workers'
     start-up and the batches' transfer are not paid back when three busy processes share two
-    cores; docs/performance.md)."""
-    return max(cores() - 1, 1)
+    cores; docs/performance.md). At most ``MAX_DEFAULT_JOBS``: each worker holds its own
+    ~30 MiB, and the one writer bounds the speed-up long before."""
+    return max(min(cores() - 1, MAX_DEFAULT_JOBS), 1)
+
+
+#: ``--jobs`` default on a host with many cores (a larger ``--jobs`` may still be given).
+MAX_DEFAULT_JOBS = 8
 
 
 def _jobs(text: str) -> int:
@@ -145,8 +150,8 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs", type=_jobs, default=default_jobs(), metavar="N",
         help=f"worker processes that read, normalise and encode changed stores in parallel (default: the CPU "
-        f"cores available minus the scanning process's own, {default_jobs()} here); the scanning process still "
-        f"runs detection and writes and commits everything in order. Used when at least two changed stores hold "
+        f"cores available minus the scanning process's own, at most 8: {default_jobs()} here); the scanning process "
+        f"still runs detection and writes and commits everything in order. Used when at least two changed stores hold "
         f"{POOL_MIN_BYTES >> 20} MiB or more to read; 1: everything in the scanning process",
     )
     # Unread bytes from which the workers are used; small values exercise them in tests.
