@@ -90,6 +90,8 @@ def test_system_profile_reads_only_the_system_root(roots: tuple[Path, Path]) -> 
         ("no_detect: 1\n", 1, "no_detect", "true or false"),
         ("rules: {a: 1}\n", 1, "rules", "list of strings"),
         ("\n\nlog_rotate_max_size: lots\n", 3, "log_rotate_max_size", "not a size"),
+        ("jobs: 0\n", 1, "jobs", "between 1 and 256"),  # a YAML int passes the flag's own range check
+        ("jobs: 9999\n", 1, "jobs", "between 1 and 256"),
     ],
 )
 def test_bad_keys_and_values_name_file_line_and_key(roots: tuple[Path, Path], text: str, line: int, key: str,

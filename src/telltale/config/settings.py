@@ -212,9 +212,11 @@ def _one(key: _Key, value: Any, *, from_env: bool) -> Any:
         value = float(value)
     elif convert is int and isinstance(value, float):
         raise ValueError("must be a whole number")
-    elif convert is not None and isinstance(value, str):
+    elif convert is not None and (isinstance(value, str) or convert not in (int, float)):
+        # A flag's own parser (``--jobs``, sizes, durations) checks a file's number as it
+        # checks the flag's text: a range is never skipped because YAML gave an int.
         try:
-            value = convert(value)
+            value = convert(value if isinstance(value, str) else str(value))
         except (argparse.ArgumentTypeError, ValueError, TypeError) as exc:
             raise ValueError(str(exc) or f"not a valid value for {key.flag}") from None
     elif convert is not None and not isinstance(value, (int, float)):
