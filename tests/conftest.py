@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,3 +36,15 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def corpus_dir() -> Path | None:
     value = os.environ.get("TELLTALE_CORPUS")
     return Path(value) if value and Path(value).is_dir() else None
+
+
+@pytest.fixture(scope="module")
+def ks() -> Iterator[Any]:
+    """``bench/kill_stress.py`` as a module: its multi-agent home and its comparisons."""
+    path = Path(__file__).resolve().parents[1] / "bench" / "kill_stress.py"
+    spec = importlib.util.spec_from_file_location("kill_stress", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["kill_stress"] = module
+    spec.loader.exec_module(module)
+    yield module

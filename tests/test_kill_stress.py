@@ -7,27 +7,14 @@ docs/performance.md. ``TELLTALE_KILLS`` raises the number of random kills here.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def ks() -> Iterator[Any]:
-    spec = importlib.util.spec_from_file_location("kill_stress", REPO / "bench" / "kill_stress.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["kill_stress"] = module
-    spec.loader.exec_module(module)
-    yield module
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,9 @@ only when the changed sources hold 8 MiB or more).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +20,6 @@ import pytest
 from scan_helpers import read_events, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def ks() -> Iterator[Any]:
-    spec = importlib.util.spec_from_file_location("kill_stress", REPO / "bench" / "kill_stress.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["kill_stress"] = module
-    spec.loader.exec_module(module)
-    yield module
 
 
 @pytest.fixture(scope="module")
