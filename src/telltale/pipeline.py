@@ -981,6 +981,8 @@ class Scanner:
                     client=str(det.client), session_id=det.session_id, count=int(getattr(det, "count", 1) or 1),
                 ))
             return
+        if not detections and not staged_windows:
+            return  # most sources: nothing to emit, not even a timestamp to take
         observed = utc_now()
         out: list[Item] = []
         for det in detections:
