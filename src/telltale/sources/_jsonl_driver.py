@@ -60,6 +60,17 @@ class LineHandler(Protocol):
         ...
 
 
+class MapsEachLine:
+    """For a :class:`LineHandler` that maps each line as it reads it: nothing is held at the
+    end of the input, so there is nothing to finish and no earlier point to resume from."""
+
+    def finish(self, out: Out) -> None:
+        return None
+
+    def resume_point(self) -> tuple[int, int] | None:
+        return None
+
+
 HandlerFactory = Callable[[bytes | None], LineHandler]
 
 

@@ -15,7 +15,14 @@ import msgspec
 from telltale.model import BoundExceeded, Family, Provenance, iso_time
 from telltale.readers.jsonl import Line
 from telltale.readers.records import decode_guarded
-from telltale.sources._jsonl_driver import Out, Recorder, acquire_lines, decode_failure_reason, line_quarantine
+from telltale.sources._jsonl_driver import (
+    MapsEachLine,
+    Out,
+    Recorder,
+    acquire_lines,
+    decode_failure_reason,
+    line_quarantine,
+)
 from telltale.sources.base import AcquireContext, Batch
 from telltale.sources.spec import Source
 
@@ -33,17 +40,11 @@ class _Prompt(msgspec.Struct):
 _decoder = msgspec.json.Decoder(_Prompt)
 
 
-class _HistoryHandler:
+class _HistoryHandler(MapsEachLine):
     """Stateless per line: a prompt's id is its byte offset in an append-only file."""
 
     def __init__(self, source: Source) -> None:
         self.source = source
-
-    def resume_point(self) -> tuple[int, int] | None:
-        return None
-
-    def finish(self, out: Out) -> None:
-        return None
 
     def carry(self) -> bytes | None:
         return None

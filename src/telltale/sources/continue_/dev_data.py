@@ -15,7 +15,14 @@ import msgspec
 
 from telltale.model import BoundExceeded, Family, Provenance, TokenUsage, iso_time
 from telltale.readers.jsonl import Line
-from telltale.sources._jsonl_driver import Out, Recorder, acquire_lines, decode_failure_reason, line_quarantine
+from telltale.sources._jsonl_driver import (
+    MapsEachLine,
+    Out,
+    Recorder,
+    acquire_lines,
+    decode_failure_reason,
+    line_quarantine,
+)
 from telltale.sources.base import AcquireContext, Batch
 from telltale.sources.continue_ import wire
 from telltale.sources.spec import Source
@@ -24,15 +31,9 @@ KIND = "continue.dev_data"
 CLIENT = "continue"
 
 
-class _TokensHandler:
+class _TokensHandler(MapsEachLine):
     def __init__(self, source: Source) -> None:
         self.source = source
-
-    def resume_point(self) -> tuple[int, int] | None:
-        return None
-
-    def finish(self, out: Out) -> None:
-        return None
 
     def carry(self) -> bytes | None:
         return None

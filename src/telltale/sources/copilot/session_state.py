@@ -30,7 +30,7 @@ from telltale.model import (
 )
 from telltale.readers.jsonl import Line
 from telltale.readers.records import decode_guarded, failure_reason
-from telltale.sources._jsonl_driver import BoundedMap, Out, Recorder, acquire_lines, decode_failure_reason
+from telltale.sources._jsonl_driver import BoundedMap, MapsEachLine, Out, Recorder, acquire_lines, decode_failure_reason
 from telltale.sources.base import AcquireContext, Batch
 from telltale.sources.copilot._tools import AUTHORED_KEYS, CLIENT, PROVIDER, facets
 from telltale.sources.spec import Source
@@ -199,7 +199,7 @@ def shutdown_usage(usage: _MetricUsage) -> TokenUsage:
     )
 
 
-class _SessionStateHandler:
+class _SessionStateHandler(MapsEachLine):
     def __init__(self, source: Source, carry: bytes | None) -> None:
         self.source = source
         self.fallback_session = _file_session(source.path)
@@ -213,13 +213,6 @@ class _SessionStateHandler:
         self.cwd = state.cwd
         self.model = state.model
         self.pending = BoundedMap(MAX_PENDING, state.pending)
-
-    # LineHandler protocol
-    def resume_point(self) -> tuple[int, int] | None:
-        return None
-
-    def finish(self, out: Out) -> None:
-        return None
 
     def carry(self) -> bytes:
         return msgspec.json.encode(

@@ -30,7 +30,14 @@ import msgspec
 from telltale.model import BoundExceeded, Family, Provenance, Quarantine, Stage, encode_arguments
 from telltale.readers.jsonl import Line
 from telltale.readers.records import decode_guarded
-from telltale.sources._jsonl_driver import Out, Recorder, acquire_lines, decode_failure_reason, line_quarantine
+from telltale.sources._jsonl_driver import (
+    MapsEachLine,
+    Out,
+    Recorder,
+    acquire_lines,
+    decode_failure_reason,
+    line_quarantine,
+)
 from telltale.sources.base import AcquireContext, Batch
 from telltale.sources.cursor.layout import TRANSCRIPT_KIND, transcript_location
 from telltale.sources.cursor.tools import AUTHORED_KEYS, facets
@@ -197,7 +204,7 @@ class _File:
 # -- JSONL --------------------------------------------------------------------------------
 
 
-class _JsonlHandler:
+class _JsonlHandler(MapsEachLine):
     def __init__(self, source: Source, carry: bytes | None) -> None:
         self.file = _File(source)
         self.turn: str | None = None
@@ -206,13 +213,6 @@ class _JsonlHandler:
                 self.turn = _carry_decoder.decode(carry).turn
             except msgspec.DecodeError:
                 self.turn = None
-
-    # LineHandler protocol
-    def resume_point(self) -> tuple[int, int] | None:
-        return None
-
-    def finish(self, out: Out) -> None:
-        return None
 
     def carry(self) -> bytes:
         return msgspec.json.encode(_Carry(turn=self.turn))

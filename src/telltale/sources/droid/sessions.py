@@ -21,6 +21,7 @@ from telltale.readers.jsonl import Line
 from telltale.readers.records import decode_guarded
 from telltale.sources._jsonl_driver import (
     BoundedMap,
+    MapsEachLine,
     Out,
     Recorder,
     acquire_lines,
@@ -59,7 +60,7 @@ def _result_text(content: object) -> str | None:
     return json_text(content)
 
 
-class _Handler:
+class _Handler(MapsEachLine):
     def __init__(self, source: Source, carry: bytes | None) -> None:
         self.source = source
         stem = os.path.basename(source.path)
@@ -74,12 +75,6 @@ class _Handler:
             self.sid = state.sid or self.sid
             self.cwd = state.cwd
             self.names = BoundedMap(NAME_MEMORY, state.names)
-
-    def resume_point(self) -> tuple[int, int] | None:
-        return None
-
-    def finish(self, out: Out) -> None:
-        return None
 
     def carry(self) -> bytes:
         return msgspec.json.encode(_Carry(sid=self.sid, cwd=self.cwd, names=self.names.items))

@@ -26,6 +26,7 @@ from telltale.readers.jsonl import Line
 from telltale.readers.records import decode_guarded
 from telltale.sources._jsonl_driver import (
     BoundedMap,
+    MapsEachLine,
     Out,
     Recorder,
     acquire_lines,
@@ -120,7 +121,7 @@ def _text(value: Any) -> str | None:
     return json_text(value)
 
 
-class _Handler:
+class _Handler(MapsEachLine):
     def __init__(self, source: Source, meta: _Meta, carry: bytes | None) -> None:
         self.source = source
         name = os.path.basename(source.path)
@@ -135,12 +136,6 @@ class _Handler:
                 state = _Carry()
         self.started = state.started
         self.names = BoundedMap(NAME_MEMORY, state.names)
-
-    def resume_point(self) -> tuple[int, int] | None:
-        return None
-
-    def finish(self, out: Out) -> None:
-        return None
 
     def carry(self) -> bytes:
         return msgspec.json.encode(_Carry(started=self.started, names=self.names.items))

@@ -33,6 +33,7 @@ from telltale.readers.jsonl import Line
 from telltale.readers.records import decode_guarded
 from telltale.readers.sqlite import MAX_BYTES, MAX_ROWS, SqliteSnapshot
 from telltale.sources._jsonl_driver import (
+    MapsEachLine,
     Out,
     Recorder,
     ToolFacets,
@@ -497,7 +498,7 @@ def rotation_attributes(path: str) -> dict[str, str]:
 _state_decoder = msgspec.json.Decoder(MapperState)
 
 
-class _JsonlHandler:
+class _JsonlHandler(MapsEachLine):
     def __init__(self, source: Source, carry: bytes | None) -> None:
         state = MapperState()
         if carry:
@@ -519,12 +520,6 @@ class _JsonlHandler:
         if not line.data.strip():
             return
         self.mapper.map(line.data, pos, out)
-
-    def finish(self, out: Out) -> None:
-        return None
-
-    def resume_point(self) -> tuple[int, int] | None:
-        return None
 
     def carry(self) -> bytes:
         return msgspec.json.encode(self.mapper.state)

@@ -20,6 +20,7 @@ from telltale.model import BoundExceeded, Family, Provenance, Stage, TokenUsage,
 from telltale.readers.jsonl import Line
 from telltale.readers.records import decode_guarded
 from telltale.sources._jsonl_driver import (
+    MapsEachLine,
     Out,
     Recorder,
     ToolFacets,
@@ -195,7 +196,7 @@ def gemini_usage(meta: _UsageMetadata) -> tuple[TokenUsage, bool]:
 # -- mapping -----------------------------------------------------------------------------
 
 
-class _QwenHandler:
+class _QwenHandler(MapsEachLine):
     def __init__(self, source: Source, carry: bytes | None) -> None:
         self.source = source
         self.fallback_session = _file_session(source.path)
@@ -206,13 +207,6 @@ class _QwenHandler:
             except msgspec.DecodeError:
                 sessions = []
         self.sessions: list[str] = sessions[-_MAX_SESSIONS:]
-
-    # LineHandler protocol
-    def resume_point(self) -> tuple[int, int] | None:
-        return None
-
-    def finish(self, out: Out) -> None:
-        return None
 
     def carry(self) -> bytes:
         return msgspec.json.encode(_Carry(sessions=self.sessions))
