@@ -8,6 +8,8 @@ exactly (anchored ones are scanned anywhere: a superset).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import re2
 from hypothesis import given, settings
@@ -163,3 +165,78 @@ def test_a_literal_with_a_nul_leaves_the_re2_set() -> None:
     """python-hyperscan passes literals as C strings: ``e\\x00PAYLOAD`` would be ``e``."""
     assert scanner([Literal("needle\x00x", False)]) is None
     assert scanner([Literal("\x00abc", True), Literal("abc", True)]) is None
+
+
+# -- the per-value path: the scanner must give exactly the Set's atoms -------------------
+
+def _prepared_fields() -> list[tuple[str, Any]]:
+    engine = DetectionEngine.load()
+    engine._prepare_screen()
+    return [(FIELD_ATTRS[fid], fx) for fid, fx in enumerate(engine._fields)
+            if fx is not None and fx.set is not None and fx.scanner is not None]
+
+
+PACK_FIELDS = _prepared_fields()
+PACK_WORDS = sorted({lit.text for _name, fx in PACK_FIELDS for lit in fx.literals if lit})
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(st.sampled_from(PACK_WORDS) | st.sampled_from(UNICODE_WORDS) | st.text(max_size=5),
+                      max_size=12),
+       upper=st.booleans())
+def test_the_per_value_match_of_every_default_field_is_the_re2_sets(parts: list[str], upper: bool) -> None:
+    """``_FieldIndex.match`` after the screen is built (the literal scanner, anchored atoms
+    confirmed, long s, Kelvin sign and unicode-unsafe values to the Set) against the Set."""
+    text = "".join(parts)
+    data = (text.upper() if upper else text).encode("utf-8", "surrogatepass")
+    for name, fx in PACK_FIELDS:
+        assert fx.match is not None
+        assert set(fx.match(data) or ()) == set(fx.set.Match(data) or ()), name
+
+
+def test_every_default_eager_field_matches_each_value_through_its_scanner() -> None:
+    """The speed-up is real only if the default pack's eager fields all get a scanner."""
+    names = {name for name, fx in PACK_FIELDS if fx.eager}
+    assert {"command", "arguments", "result", "text", "file_path", "url"} <= names
+
+
+@pytest.mark.parametrize(("literal", "op", "value", "hit"), [
+    ("rm", "equals", "rm", True),
+    ("rm", "equals", "rm -rf", False),
+    ("rm", "equals", "RM", True),
+    ("curl", "startswith", "curl x", True),
+    ("curl", "startswith", "x curl", False),
+    (".pem", "endswith", "key.PEM", True),
+    (".pem", "endswith", "key.pem.bak", False),
+    ("key", "contains", "\u212aEY", True),  # the Kelvin sign: RE2 folds it, the Set decides
+    ("secret", "contains", "\u017fecret", True),
+])
+def test_anchored_and_folded_atoms_on_the_per_value_path(literal: str, op: str, value: str, hit: bool) -> None:
+    from telltale.detect.match import _FieldIndex, _literal_pattern
+
+    fx = _FieldIndex()
+    pattern, chunk, lit = _literal_pattern(literal, op, cased=False)
+    fx.atom(pattern, chunk, lit)
+    fx.atom(*_literal_pattern("zzz", "contains", cased=True))
+    fx.triggers[0] = [0]
+    fx.compile()
+    fx.prepare_screen()
+    assert fx.scanner is not None
+    assert fx.match is not None
+    data = value.encode()
+    assert (fx.match(data) == [0]) is hit
+    assert set(fx.match(data) or ()) == set(fx.set.Match(data) or ())
+
+
+def test_a_caseless_non_ascii_atom_sends_non_ascii_values_to_the_set() -> None:
+    from telltale.detect.match import _FieldIndex, _literal_pattern
+
+    fx = _FieldIndex()
+    fx.atom(*_literal_pattern("caf\u00e9", "contains", cased=False))
+    fx.triggers[0] = [0]
+    fx.compile()
+    fx.prepare_screen()
+    assert fx.scanner is not None and not fx.scanner.unicode
+    assert fx.match is not None
+    assert fx.match("un CAF\u00c9 noir".encode()) == [0]  # Unicode case folding: the Set's
+    assert fx.match(b"un cafe noir") is None

@@ -11,13 +11,13 @@ that is not quiet is halved down to the values that are not. See docs/detection.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate, compress
 from operator import not_
 from typing import cast
 
 from telltale.detect import cache, literal_scan
-from telltale.detect.fields import field_kind
+from telltale.detect.fields import KIND_FIELDS, field_kind
 from telltale.detect.match import FIELD_LIMIT, SetMatch, _FieldIndex, _Probe
 from telltale.model import Observation
 
@@ -58,6 +58,7 @@ class ScreenMixin:
     #: The rule-pack cache the engine was built with, and whether the screen is built.
     _pack_cache: cache.PackCache | None
     _screen_ready: bool
+    _kind_probes: Callable[[tuple[int, ...]], tuple[_Probe, ...]]
 
     def _prepare_screen(self) -> None:
         """Build each field's screen matchers, through the rule-pack cache the engine was
@@ -66,11 +67,15 @@ class ScreenMixin:
             for fx in self._fields:
                 if fx is not None:
                     fx.prepare_screen()
+        # The per-value matches now go through the literal scanners too (_exact_scan).
+        self._probes = tuple(self._kind_probes(fids) for fids in KIND_FIELDS)
         self._screen_ready = True
 
     def _suspects(self, observations: Sequence[Observation]) -> tuple[list[int], bytearray]:
         """Kind of each observation and the suspects: a large batch screened
         (:meth:`_screen`), a small one all suspects (see :data:`SCREEN_MIN_BATCH`)."""
+        if not self._screen_ready:
+            self._prepare_screen()
         if len(observations) < SCREEN_MIN_BATCH:
             # Only an observation of a kind with an eager field can make a rule a candidate.
             kinds = list(map(field_kind, observations))
