@@ -84,18 +84,17 @@ def _results(count: int) -> list[Observation]:
     ]
 
 
-def test_the_screen_is_built_on_the_first_large_batch_and_its_databases_are_cached(tmp_path: Path) -> None:
+def test_the_literal_scanners_are_built_on_the_first_batch_and_their_databases_are_cached(tmp_path: Path) -> None:
+    """Small batches (real transcripts) are matched value by value through the scanners too."""
     path = tmp_path / "rules.cache"
     engine, built = _build(path)
-    small, large = _results(3), _results(SCREEN_MIN_BATCH)
-    engine.evaluate(small, {})
-    assert not engine._screen_ready  # a small batch takes the exact path: no Hyperscan database yet
+    assert not engine._screen_ready  # nothing evaluated yet: no Hyperscan database
     assert not any(name.startswith("hyperscan:") for name in built._used)
-    engine.evaluate(large, {})
+    engine.evaluate(_results(3), {})
     assert engine._screen_ready
     assert any(name.startswith("hyperscan:") for name in built._used)
     again, read = _build(path)  # saved when they were built: read back, nothing compiled
-    again.evaluate(large, {})
+    again.evaluate(_results(SCREEN_MIN_BATCH), {})
     assert read.misses == 0 and any(name.startswith("hyperscan:") for name in read._used)
 
 

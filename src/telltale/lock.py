@@ -27,7 +27,6 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import msgspec
 
@@ -44,8 +43,7 @@ _RECORD_MAX = 4096
 _WINDOWS_LOCK_OFFSET = 1 << 30
 
 
-@dataclass(frozen=True)
-class LockHolder:
+class LockHolder(msgspec.Struct, frozen=True):
     """The writer holding a state's lock."""
 
     pid: int

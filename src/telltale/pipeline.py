@@ -21,7 +21,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
@@ -122,8 +121,7 @@ class Detector(Protocol):
         ...
 
 
-@dataclass
-class ScanOptions:
+class ScanOptions(msgspec.Struct):
     log_path: str
     state_path: str
     content: str = ContentMode.REDACTED
@@ -143,7 +141,7 @@ class ScanOptions:
     #: Names of the outputs fed from the outbox (remote ones and additional JSONL files).
     remote_sinks: tuple[str, ...] = ()
     #: What an output takes, for those that do not take every event (``sinks.select``).
-    sink_selectors: dict[str, Any] = field(default_factory=dict)
+    sink_selectors: dict[str, Any] = msgspec.field(default_factory=dict)
     outbox_capacity: int = 1_000_000
     #: Processes reading changed sources (``--jobs``); 1: all in the scanning process.
     jobs: int = 1
@@ -154,8 +152,7 @@ class ScanOptions:
     account_homes: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass
-class SourceReport:
+class SourceReport(msgspec.Struct):
     kind: str
     client: str
     path: str
@@ -169,11 +166,11 @@ class SourceReport:
     quarantined: int = 0
     bytes_read: int = 0
     error: str | None = None
-    quarantine_reasons: dict[str, int] = field(default_factory=dict)
+    quarantine_reasons: dict[str, int] = msgspec.field(default_factory=dict)
     #: Why the source cannot be read (``encrypted``...), also once it was reported.
     unsupported: str | None = None
     #: The first records set aside (where and why), for the summary; all are health events.
-    skipped: list[Quarantine] = field(default_factory=list)
+    skipped: list[Quarantine] = msgspec.field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -205,8 +202,7 @@ TOP_KEPT = 20
 _SEVERITY_RANK = {"critical": 4, "high": 3, "medium": 2, "low": 1}
 
 
-@dataclass(frozen=True)
-class DetectionBrief:
+class DetectionBrief(msgspec.Struct, frozen=True):
     """One detection as the summary lists it; built from the (redacted) event document."""
 
     severity: str
@@ -227,12 +223,11 @@ class DetectionBrief:
         return _SEVERITY_RANK.get(self.severity, 0), self.score
 
 
-@dataclass
-class DetectionTally:
+class DetectionTally(msgspec.Struct):
     """Detections of one scan by severity, and the most severe few."""
 
-    by_severity: dict[str, int] = field(default_factory=dict)
-    top: list[DetectionBrief] = field(default_factory=list)
+    by_severity: dict[str, int] = msgspec.field(default_factory=dict)
+    top: list[DetectionBrief] = msgspec.field(default_factory=list)
 
     def add(self, brief: DetectionBrief) -> None:
         self.by_severity[brief.severity] = self.by_severity.get(brief.severity, 0) + 1
@@ -242,8 +237,7 @@ class DetectionTally:
             del self.top[TOP_KEPT:]
 
 
-@dataclass
-class ScanResult:
+class ScanResult(msgspec.Struct):
     scan_id: str
     sources: list[SourceReport]
     emitted_count: int
@@ -257,9 +251,9 @@ class ScanResult:
     #: Set when SIGINT/SIGTERM stopped the scan: signal, sources done, sources selected.
     interrupted: dict[str, Any] | None = None
     #: ``--dry-run``: the alerts the scan would have written.
-    would_emit: list[dict[str, Any]] = field(default_factory=list)
+    would_emit: list[dict[str, Any]] = msgspec.field(default_factory=list)
     #: Detections by severity, and the most severe ones (for the summary).
-    detections: DetectionTally = field(default_factory=DetectionTally)
+    detections: DetectionTally = msgspec.field(default_factory=DetectionTally)
     #: ``--jobs``: worker processes that read this scan's changed sources (0: none started).
     workers: int = 0
 

@@ -9,7 +9,6 @@ line per scan: JSON with ``--json`` or when stdout is not a terminal.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import signal
 import sys
 import threading
@@ -165,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             with locked():
                 reload.apply(scanner)  # SIGHUP: the rules as they are on disk now
                 # Same options for every scan; only whether it is a targeted (watch-triggered) one differs.
-                scanner.options = dataclasses.replace(base, targeted=request.targeted)
+                scanner.options = msgspec.structs.replace(base, targeted=request.targeted)
                 result = scanner.scan(request.sources, discovery_errors=request.discovery_errors)
                 delivered: dict[str, Any] = {}
                 if options.remote_sinks and delivery is not None:

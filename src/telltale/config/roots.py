@@ -45,9 +45,9 @@ import enum
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import platformdirs
 
 __all__ = [
@@ -86,8 +86,7 @@ class RootScope(enum.StrEnum):
     CONFIG_DIR = "config-dir"
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigRoot:
+class ConfigRoot(msgspec.Struct, frozen=True):
     """One directory Telltale reads configuration from (it need not exist)."""
 
     path: Path
@@ -97,8 +96,7 @@ class ConfigRoot:
         return f"{self.scope} {self.path}"
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigFile:
+class ConfigFile(msgspec.Struct, frozen=True):
     """A configuration file found in a root, with its provenance."""
 
     path: Path
@@ -110,8 +108,7 @@ class ConfigFile:
         return f"{self.root.scope} {self.path}"
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigRoots:
+class ConfigRoots(msgspec.Struct, frozen=True):
     """The roots of one run, lowest precedence first."""
 
     roots: tuple[ConfigRoot, ...]

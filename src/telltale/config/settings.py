@@ -30,9 +30,10 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from telltale.config.roots import ConfigFile, ConfigRoots, roots_from_args
 from telltale.config.yamlfile import YamlDoc, load_yaml
@@ -87,8 +88,7 @@ class _Unset:
         return str(self.default)
 
 
-@dataclass(frozen=True)
-class _Key:
+class _Key(msgspec.Struct, frozen=True):
     name: str
     flag: str
     kind: str  # "switch" | "list" | "value"
@@ -97,8 +97,7 @@ class _Key:
     choices: tuple[Any, ...] | None
 
 
-@dataclass(frozen=True)
-class SettingsSpec:
+class SettingsSpec(msgspec.Struct, frozen=True):
     """The settings keys of one command, taken from its parser."""
 
     command: str
@@ -108,8 +107,7 @@ class SettingsSpec:
         return SettingsSpec(f"{self.command}+{other.command}", {**other.keys, **self.keys})
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(msgspec.Struct, frozen=True):
     """One effective value and where it came from: ``flag``, ``env TELLTALE_X``, ``<scope> <file>:<line>``
     or ``default``."""
 
@@ -118,13 +116,12 @@ class Setting:
     origin: str
 
 
-@dataclass
-class Settings:
+class Settings(msgspec.Struct):
     """The effective settings of a run, in key order, with the files that were read."""
 
     roots: ConfigRoots
-    values: dict[str, Setting] = field(default_factory=dict)
-    files: list[str] = field(default_factory=list)
+    values: dict[str, Setting] = msgspec.field(default_factory=dict)
+    files: list[str] = msgspec.field(default_factory=list)
 
     def origin(self, key: str) -> str:
         setting = self.values.get(key)

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from telltale.errors import ConfigError
 
@@ -29,13 +30,12 @@ MAX_CONFIG_FILE = 1024 * 1024
 KeyPath = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
-class YamlDoc:
+class YamlDoc(msgspec.Struct, frozen=True):
     """A parsed file: its data and the 1-based line of every key path in it."""
 
     path: Path
     data: Any
-    lines: dict[KeyPath, int] = field(default_factory=dict)
+    lines: dict[KeyPath, int] = msgspec.field(default_factory=dict)
 
     def line(self, *keys: str | int) -> int | None:
         """The line of ``keys`` or of its nearest ancestor that has one."""

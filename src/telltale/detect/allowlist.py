@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import msgspec
 import yaml
@@ -58,8 +57,7 @@ def _norm(value: StrOrList | None) -> frozenset[str] | None:
     return frozenset([value] if isinstance(value, str) else value)
 
 
-@dataclass(frozen=True, slots=True)
-class AllowEntry:
+class AllowEntry(msgspec.Struct, frozen=True):
     name: str
     client: frozenset[str] | None = None
     session: frozenset[str] | None = None
@@ -94,9 +92,8 @@ class AllowEntry:
         return True
 
 
-@dataclass
-class Allowlist:
-    entries: list[AllowEntry] = field(default_factory=list)
+class Allowlist(msgspec.Struct):
+    entries: list[AllowEntry] = msgspec.field(default_factory=list)
 
     def apply(self, det: Detection) -> Detection:
         """``det`` marked suppressed (informational, named entry) when an entry covers it.

@@ -10,7 +10,6 @@ wrong. No Python ``re`` is involved; this is a small hand-written scanner.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
 import msgspec
@@ -33,8 +32,7 @@ _CLASS_ESCAPES = frozenset("dDwWsSpPC")
 _CONTROL_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "a": "\a"}
 
 
-@dataclass(frozen=True, slots=True)
-class _Atom:
+class _Atom(msgspec.Struct, frozen=True):
     """One parsed item: ``exact`` is the finite set of strings it matches, if known;
     ``required`` is a factor that every match of it contains, if known; ``factors`` are
     more such factors (every match contains a member of each one)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal
 
@@ -48,8 +47,7 @@ _FLAGS: frozenset[str] = frozenset({"all", "cased"})
 DEFAULT_PACK = "<default>"
 
 
-@dataclass(frozen=True, slots=True)
-class LoadIssue:
+class LoadIssue(msgspec.Struct, frozen=True):
     """One problem in a rule file, located as precisely as the YAML allows."""
 
     path: str
@@ -71,8 +69,7 @@ class LoadIssue:
         return prefix + ": ".join(parts) + ": " + self.message
 
 
-@dataclass(frozen=True, slots=True)
-class MatcherDef:
+class MatcherDef(msgspec.Struct, frozen=True):
     """``field|op|flags: values`` after validation."""
 
     field: str
@@ -83,8 +80,7 @@ class MatcherDef:
     key: str
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(msgspec.Struct, frozen=True):
     spec: RuleSpec
     selections: tuple[tuple[MatcherDef, ...], ...]
     filters: tuple[tuple[MatcherDef, ...], ...]
@@ -94,28 +90,25 @@ class Rule:
     sigma: SigmaRef | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class SequenceRule:
+class SequenceRule(msgspec.Struct, frozen=True):
     spec: SequenceSpec
     path: str
     line: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class Modifier:
+class Modifier(msgspec.Struct, frozen=True):
     spec: ModifierSpec
     path: str
     line: int | None
 
 
-@dataclass
-class RuleSet:
+class RuleSet(msgspec.Struct):
     """Rules, sequences and modifiers of one or more files, plus what was wrong with them."""
 
-    rules: list[Rule] = field(default_factory=list)
-    sequences: list[SequenceRule] = field(default_factory=list)
-    modifiers: list[Modifier] = field(default_factory=list)
-    issues: list[LoadIssue] = field(default_factory=list)
+    rules: list[Rule] = msgspec.field(default_factory=list)
+    sequences: list[SequenceRule] = msgspec.field(default_factory=list)
+    modifiers: list[Modifier] = msgspec.field(default_factory=list)
+    issues: list[LoadIssue] = msgspec.field(default_factory=list)
 
     @property
     def errors(self) -> list[LoadIssue]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import re2
 
 from telltale.detect import literal_scan
@@ -203,8 +203,7 @@ class _Matcher:
         return self.all
 
 
-@dataclass(slots=True)
-class _Rule:
+class _Rule(msgspec.Struct):
     index: int
     rule: Rule
     selections: tuple[tuple[_Matcher, ...], ...]
@@ -478,8 +477,7 @@ class _Hits(dict[int, frozenset[int]]):
         return hits
 
 
-@dataclass(slots=True)
-class _Hit:
+class _Hit(msgspec.Struct):
     rule: _Rule
     selection: tuple[_Matcher, ...]
 

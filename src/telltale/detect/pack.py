@@ -29,7 +29,6 @@ before tuning, so overrides and policies apply to them alike.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -192,7 +191,7 @@ def _targets(ruleset: RuleSet, selector: str) -> list[Any]:
 
 def _replace(ruleset: RuleSet, item: Any, **changes: Any) -> None:
     spec = msgspec.structs.replace(item.spec, **changes)
-    new = dataclasses.replace(item, spec=spec)
+    new = msgspec.structs.replace(item, spec=spec)
     for bucket in (ruleset.rules, ruleset.sequences):
         for i, existing in enumerate(bucket):
             if existing is item:

@@ -8,8 +8,9 @@ Modifiers add score when a partner rule matched in the same observation or, with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from telltale.detect.evidence import LaterEvidence
 from telltale.detect.loader import DEFAULT_WITHIN_STEPS, Rule, RuleSet, resolve_selector
@@ -18,8 +19,7 @@ from telltale.detect.model import WINDOW_MAX_ENTRIES, Detection, SessionWindow, 
 from telltale.model import Observation
 
 
-@dataclass(frozen=True, slots=True)
-class _Sequence:
+class _Sequence(msgspec.Struct, frozen=True):
     id: str
     steps: tuple[frozenset[str], ...]
     max_steps: int
@@ -28,12 +28,8 @@ class _Sequence:
     #: ``steps[:-1]``: what must already be in the window when the last step matches.
     earlier: tuple[frozenset[str], ...] = ()
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "earlier", self.steps[:-1])
 
-
-@dataclass(frozen=True, slots=True)
-class _Modifier:
+class _Modifier(msgspec.Struct, frozen=True):
     id: str
     when: frozenset[str]
     with_: frozenset[str]
@@ -67,6 +63,7 @@ class SequenceMixin:
                 seq.spec.within.steps or DEFAULT_WITHIN_STEPS,
                 seq.spec.within.seconds,
                 seq.spec,
+                steps[:-1],
             )
             self._sequences.append(compiled_seq)
             for rid in steps[-1]:

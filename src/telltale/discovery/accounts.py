@@ -26,7 +26,8 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+
+import msgspec
 
 from telltale.discovery.api import UserHome
 from telltale.discovery.roots import EnvView, Flavour, Platform, current_platform
@@ -50,8 +51,7 @@ WINDOWS_SHARED_PROFILES = frozenset(
 SCANNED = "scanned"
 
 
-@dataclass(frozen=True)
-class Account:
+class Account(msgspec.Struct, frozen=True):
     """One entry of the account database (uid ``-1`` where the platform has none)."""
 
     name: str

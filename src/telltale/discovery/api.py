@@ -7,7 +7,6 @@ the filesystem walk, and so tests can build expectations from the same types.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 import msgspec
 
@@ -18,8 +17,7 @@ from telltale.sources.spec import Source
 DEFAULT_BUDGET = 100_000
 
 
-@dataclass(frozen=True)
-class DiscoveryOptions:
+class DiscoveryOptions(msgspec.Struct, frozen=True):
     """What to discover and how.
 
     ``root`` is ``"."`` (the literal) for environment-resolved host discovery, a fixture

@@ -14,14 +14,14 @@ Everything here is pure (an injected environment and platform flavour) except
 from __future__ import annotations
 
 import stat
-from dataclasses import dataclass
+
+import msgspec
 
 from telltale.discovery.roots import EnvView, Flavour, Platform
 from telltale.discovery.walk import Probe
 
 
-@dataclass(frozen=True)
-class Editor:
+class Editor(msgspec.Struct, frozen=True):
     """One VS Code-family editor.
 
     ``folder`` is its directory name under the platform's application-data root
@@ -53,8 +53,7 @@ EDITORS: tuple[Editor, ...] = (
 EDITOR_IDS: tuple[str, ...] = tuple(editor.id for editor in EDITORS)
 
 
-@dataclass(frozen=True)
-class EditorUserDir:
+class EditorUserDir(msgspec.Struct, frozen=True):
     """One candidate ``User`` directory of one editor, and how it was found.
 
     ``found_by`` becomes ``Source.found_by``: ``editor:<id>`` for the platform's

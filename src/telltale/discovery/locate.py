@@ -19,7 +19,8 @@ import importlib
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from telltale.discovery.roots import EnvView, Flavour, RootSet
 from telltale.discovery.walk import Probe, error_token
@@ -28,8 +29,7 @@ from telltale.discovery.walk import Probe, error_token
 MAX_INDEX_BYTES = 1 << 20
 
 
-@dataclass(frozen=True)
-class LocatorContext:
+class LocatorContext(msgspec.Struct, frozen=True):
     """What a locator may use: the host roots, the environment (``None`` when an explicit
     ``--root`` says no environment is read) and bounded reads through the probe."""
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import re
 import stat
-from dataclasses import dataclass
+
+import msgspec
 
 from telltale.discovery.api import StoreRoot
 from telltale.discovery.roots import EnvView, Platform, RootSet, data_home_anchor
@@ -50,8 +51,7 @@ def is_candidate_name(name: str, *, channels: bool) -> bool:
     return channels and CHANNEL_DB.fullmatch(name) is not None
 
 
-@dataclass(frozen=True)
-class DataDir:
+class DataDir(msgspec.Struct, frozen=True):
     """An OpenCode data directory candidate: an anchor named by the environment or home,
     and the components below it (all validated in environment mode)."""
 

@@ -12,7 +12,8 @@ import ntpath
 import posixpath
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+import msgspec
 
 from telltale.errors import UsageError
 
@@ -42,8 +43,7 @@ def parse_platform(value: str | None) -> Platform:
         raise UsageError(f"unknown platform {value!r}; valid platforms: {valid}") from None
 
 
-@dataclass(frozen=True)
-class Flavour:
+class Flavour(msgspec.Struct, frozen=True):
     """Path syntax of one platform: joins, normalisation and the path-list separator."""
 
     platform: Platform
@@ -120,8 +120,7 @@ class EnvView:
         return value if value else None
 
 
-@dataclass(frozen=True)
-class RootSet:
+class RootSet(msgspec.Struct, frozen=True):
     """The resolved host roots of one discovery.
 
     ``found_by`` labels say where each root came from (``home``, ``env:CODEX_HOME``,

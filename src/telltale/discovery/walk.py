@@ -13,7 +13,8 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from telltale.discovery.api import DiscoveryIssue
 from telltale.discovery.roots import Flavour
@@ -123,8 +124,7 @@ def _copilot_session_state_layout(dirs: tuple[str, ...], name: str) -> bool:
     return not dirs or (len(dirs) == 1 and name == "events.jsonl")
 
 
-@dataclass(frozen=True)
-class LayoutRule:
+class LayoutRule(msgspec.Struct, frozen=True):
     """Per-kind layout limits the SourceSpec patterns cannot express.
 
     ``files(dirs, name)`` says whether a file ``name`` in the directory reached through
@@ -156,8 +156,7 @@ def _layout_rules() -> dict[str, LayoutRule]:
 _LAYOUT_RULES: dict[str, LayoutRule] = _layout_rules()
 
 
-@dataclass(frozen=True)
-class WalkTarget:
+class WalkTarget(msgspec.Struct, frozen=True):
     """One source kind searched below a store directory, and how it was found."""
 
     spec: SourceSpec
@@ -204,8 +203,7 @@ def _shadowed_compressed(names: Iterable[str]) -> set[str]:
     return {name for name in present if name.endswith(".zst") and name[:-4] in present}
 
 
-@dataclass
-class WalkOutcome:
+class WalkOutcome(msgspec.Struct):
     sources: list[Source]
     #: The store directory existed and was a directory (so it can be watched).
     present: bool

@@ -13,7 +13,8 @@ that both paths give the same facts on generated commands of the subset.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+import msgspec
 
 #: Words that start a compound command or a declaration: the full grammar reads them.
 _RESERVED = frozenset({
@@ -24,14 +25,13 @@ _RESERVED = frozenset({
 _ASSIGNMENT = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\+?=")
 
 
-@dataclass(slots=True)
-class Stage:
+class Stage(msgspec.Struct):
     """One simple command: its words (quotes removed), leading assignments and redirections."""
 
-    argv: list[str] = field(default_factory=list)
-    assigns: list[str] = field(default_factory=list)
+    argv: list[str] = msgspec.field(default_factory=list)
+    assigns: list[str] = msgspec.field(default_factory=list)
     #: ``(descriptor, operator, target)`` of each redirection, in order.
-    redirects: list[tuple[str, str, str]] = field(default_factory=list)
+    redirects: list[tuple[str, str, str]] = msgspec.field(default_factory=list)
 
 
 #: A pipeline is a list of stages; a list is pipelines joined by ``&&``/``||``.

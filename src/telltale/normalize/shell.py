@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import msgspec
 import tree_sitter_bash
 from tree_sitter import Language, Parser
 
@@ -35,8 +35,7 @@ if TYPE_CHECKING:
     from tree_sitter import Node
 
 
-@dataclass(frozen=True, slots=True)
-class Bounds:
+class Bounds(msgspec.Struct, frozen=True):
     """Deterministic budget of one normalisation (never time: a re-read gives the same result)."""
 
     #: Re-parse levels: ``eval``, ``bash -c``, decoded payloads run by a shell.
@@ -56,25 +55,24 @@ class Bounds:
 DEFAULT_BOUNDS = Bounds()
 
 
-@dataclass(slots=True)
-class ShellFacts:
+class ShellFacts(msgspec.Struct):
     """What one command line (or script body) does, read as bash reads it."""
 
     #: The command as the shell will run it: one line per statement list, decoded
     #: payloads and re-parsed strings on their own lines after it.
     normalized: str = ""
     #: argv of each simple command (after wrappers), in order of appearance.
-    commands: list[list[str]] = field(default_factory=list)
+    commands: list[list[str]] = msgspec.field(default_factory=list)
     #: Resolved program of each simple command, wrappers included (``sudo``, then ``rm``).
-    programs: list[str] = field(default_factory=list)
+    programs: list[str] = msgspec.field(default_factory=list)
     #: Each pipeline's resolved programs, in stage order.
-    pipelines: list[list[str]] = field(default_factory=list)
+    pipelines: list[list[str]] = msgspec.field(default_factory=list)
     #: Files written: redirection targets, ``tee``/``cp``/``mv`` targets, ``sed -i``, ``dd of=``...
-    writes: list[str] = field(default_factory=list)
+    writes: list[str] = msgspec.field(default_factory=list)
     #: Files read: reading programs' operands, ``<`` redirections, upload sources.
-    reads: list[str] = field(default_factory=list)
+    reads: list[str] = msgspec.field(default_factory=list)
     #: Text decoded from literals (base64, hex, escapes, char codes) or run by a shell.
-    decoded: list[str] = field(default_factory=list)
+    decoded: list[str] = msgspec.field(default_factory=list)
     #: A bound was reached; part of the input was kept as written.
     truncated: bool = False
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+
+import msgspec
 
 __all__ = [
     "ACKED",
@@ -54,8 +55,7 @@ class Outcome(enum.StrEnum):
     BLOCKED = "blocked"  # the sink itself refuses us (auth, endpoint): stop the sink
 
 
-@dataclass(frozen=True, slots=True)
-class ItemResult:
+class ItemResult(msgspec.Struct, frozen=True):
     """The outcome of one event, with a bounded content-free reason."""
 
     outcome: Outcome
@@ -67,8 +67,7 @@ class ItemResult:
 ACKED = ItemResult(Outcome.ACKED)
 
 
-@dataclass(frozen=True, slots=True)
-class SendResult:
+class SendResult(msgspec.Struct, frozen=True):
     """One ``ItemResult`` per event sent, in the order the events were given."""
 
     items: tuple[ItemResult, ...]

@@ -11,7 +11,8 @@ import contextlib
 import errno
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from telltale import faults
 from telltale.errors import OutputError
@@ -42,8 +43,7 @@ def _failure(what: str, exc: OSError) -> OutputError:
     return OutputError(message)
 
 
-@dataclass(frozen=True)
-class HeldEvents:
+class HeldEvents(msgspec.Struct, frozen=True):
     """A non-empty log file (the current one, or the newest rotated one)."""
 
     path: str

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass(frozen=True)
-class Fork:
+class Fork(msgspec.Struct, frozen=True):
     """One extension of the family.
 
     ``extension_ids`` are the ``globalStorage`` folder names (editors lower-case them;
