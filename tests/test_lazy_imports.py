@@ -23,6 +23,7 @@ HEAVY = (
     "telltale.detect.ledger", "telltale.normalize.stage", "telltale.events.activity",
     "telltale.inventory.snapshot", "yaml", "rich", "telltale.cli.summary", "telltale.delivery",
     "telltale.sinks.config", "telltale.sinks.outbox", "concurrent.futures", "multiprocessing",
+    "socket",  # the host's name comes from os.uname (telltale.hostname)
 )  # fmt: skip
 
 

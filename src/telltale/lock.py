@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +30,7 @@ from collections.abc import Callable, Iterator
 import msgspec
 
 from telltale.errors import OutputError, StateLocked
+from telltale.hostname import hostname
 
 #: Suffix of the lock file beside the state database.
 LOCK_SUFFIX = ".lock"
@@ -55,7 +55,7 @@ class LockHolder(msgspec.Struct, frozen=True):
 
     def describe(self) -> str:
         when = dt.datetime.fromtimestamp(self.since, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        where = f" on {self.host}" if self.host and self.host != socket.gethostname() else ""
+        where = f" on {self.host}" if self.host and self.host != hostname() else ""
         return f"pid {self.pid}{where} (telltale {self.command}) since {when}"
 
 
@@ -173,7 +173,7 @@ def _release(fd: int) -> None:
 
 def _write_record(fd: int, command: str) -> None:
     record = _Record(
-        pid=os.getpid(), command=command, since=time.time(), host=socket.gethostname(),
+        pid=os.getpid(), command=command, since=time.time(), host=hostname(),
         start=_start_token(os.getpid()),
     )
     data = msgspec.json.encode(record)
@@ -203,7 +203,7 @@ def _read_record(path: str) -> _Record | None:
 
 
 def _alive(record: _Record) -> bool:
-    if record.host and record.host != socket.gethostname():
+    if record.host and record.host != hostname():
         return True  # a shared state on another host: its pid means nothing here
     if record.pid <= 0:
         return False

@@ -6,13 +6,13 @@ import datetime as dt
 import getpass
 import hashlib
 import os
-import socket
 from functools import cache, lru_cache
 from typing import Any
 
 import msgspec
 
 from telltale import __version__
+from telltale.hostname import hostname
 
 SCHEMA_VERSION = "1.0"
 
@@ -51,7 +51,7 @@ def process_user() -> str:
 def host_fields(user: str = "") -> dict[str, Any]:
     """The host, user and observer objects; ``user`` empty means :func:`process_user`.
     Shared between documents: never modify them in place."""
-    name = socket.gethostname()
+    name = hostname()
     return {
         "host": {"name": name, "hostname": name},
         "user": {"name": user or process_user()},
