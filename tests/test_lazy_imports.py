@@ -24,6 +24,7 @@ HEAVY = (
     "telltale.inventory.snapshot", "yaml", "rich", "telltale.cli.summary", "telltale.delivery",
     "telltale.sinks.config", "telltale.sinks.outbox", "concurrent.futures", "multiprocessing",
     "socket",  # the host's name comes from os.uname (telltale.hostname)
+    "typing_extensions", "inspect",  # hidden while msgspec imports (telltale/__init__.py)
 )  # fmt: skip
 
 

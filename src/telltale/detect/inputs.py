@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 #: Drop-in directories of a configuration root that make the effective pack.
 RULES_DIR = "rules.d"
@@ -19,17 +20,16 @@ POLICIES_DIR = "policies.d"
 ALLOWLISTS_DIR = "allowlists.d"
 
 
-@dataclass
-class PackInputs:
+class PackInputs(msgspec.Struct):
     """Where the effective pack comes from: files with their provenance (``origin``)."""
 
     include_default: bool = True
-    rule_files: list[tuple[str, str]] = field(default_factory=list)
-    override_files: list[tuple[str, str]] = field(default_factory=list)
-    policy_files: list[tuple[str, str]] = field(default_factory=list)
-    allowlist_files: list[tuple[str, str]] = field(default_factory=list)
+    rule_files: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    override_files: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    policy_files: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    allowlist_files: list[tuple[str, str]] = msgspec.field(default_factory=list)
     #: Sigma rules: ``--sigma FILE|DIR`` and ``rules.d/*.yml`` (needs the ``telltale[sigma]`` extra).
-    sigma_files: list[tuple[str, str]] = field(default_factory=list)
+    sigma_files: list[tuple[str, str]] = msgspec.field(default_factory=list)
 
     @property
     def customised(self) -> bool:

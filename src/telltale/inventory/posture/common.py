@@ -17,7 +17,6 @@ import re
 import stat
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgspec
@@ -63,8 +62,7 @@ _FALSE = frozenset({"0", "false", "no", "off", ""})
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class PostureContext:
+class PostureContext(msgspec.Struct, frozen=True):
     """Where to look: the inspected home, its environment, platform and system root."""
 
     home: str
@@ -73,13 +71,12 @@ class PostureContext:
     system_root: str | None
 
 
-@dataclass
-class Builder:
+class Builder(msgspec.Struct):
     """Accumulates a posture while its files are read."""
 
-    files: list[SettingsFile] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    mcp: list[McpServer] = field(default_factory=list)
+    files: list[SettingsFile] = msgspec.field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
+    mcp: list[McpServer] = msgspec.field(default_factory=list)
 
     def note(self, token: str) -> None:
         if token not in self.notes:

@@ -108,7 +108,8 @@ class GeminiLegacyChatsAdapter:
                                                           decode_failure_reason(bytes(raw), exc), row))
                 continue
             try:
-                items, _held = mapper.emit(msg, context, _RowWhere(where, row), settled=index < last)
+                at = _RowWhere(where.path, where.kind, sequence=where.sequence, row=row)
+                items, _held = mapper.emit(msg, context, at, settled=index < last)
             except BoundExceeded as err:
                 quarantined.append(_whole_file_quarantine(self.kind, source.path, "unbounded_value", row, err,
                                                           msg.id[:256]))
@@ -122,9 +123,7 @@ class GeminiLegacyChatsAdapter:
 class _RowWhere(Where):
     """A message inside a whole-file document: provenance by array index, not line."""
 
-    def __init__(self, where: Where, row: str) -> None:
-        super().__init__(path=where.path, kind=where.kind, sequence=where.sequence)
-        self.row = row
+    row: str = ""
 
     def provenance(self, record_id: str | None) -> Provenance:
         return Provenance(source_kind=self.kind, path=self.path, row=self.row, record_id=record_id)

@@ -6,7 +6,6 @@ emitted now is decided with the :class:`~.settle.Memory` (see :mod:`.settle`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -23,8 +22,7 @@ _ROLES = {"user": "user", "gemini": "assistant", "info": "system", "warning": "s
 _INJECTED = ("<session_context>", "This is the Gemini CLI. We are setting up the context")
 
 
-@dataclass
-class Where:
+class Where(msgspec.Struct):
     """Where a record was read: provenance fields and the native ordinal."""
 
     path: str
@@ -38,14 +36,13 @@ class Where:
                           record_id=record_id)
 
 
-@dataclass
-class SessionContext:
+class SessionContext(msgspec.Struct):
     """Facts of the whole session every observation carries."""
 
     source_identity: str
     session_id: str
     cwd: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 def parts_text(content: PartList) -> str | None:

@@ -33,7 +33,6 @@ is marked ``partial``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 
 import msgspec
 
@@ -131,8 +130,7 @@ def _compress(entries: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
     return [(tu, "".join(sorted(keys))) for tu, keys in sorted(grouped.items())]
 
 
-@dataclass
-class Layout:
+class Layout(msgspec.Struct):
     """What the snapshot holds, as far as OpenCode acquisition cares."""
 
     schema: str | None
@@ -226,8 +224,7 @@ def _batches(items: Sequence[Item], *, cursor: bytes | None, partial: bool, reco
         )
 
 
-@dataclass
-class _Plan:
+class _Plan(msgspec.Struct):
     """How this acquisition selects rows."""
 
     mode: str  # "incremental" | "sample" | "all"
@@ -235,13 +232,12 @@ class _Plan:
     install_cursor: bool
 
 
-@dataclass
-class _Edge:
+class _Edge(msgspec.Struct):
     """Keys already emitted (old edge) and what this scan built (for the new edge)."""
 
-    prior: set[str] = field(default_factory=set)
-    built: list[tuple[int, str]] = field(default_factory=list)
-    old: list[tuple[int, str]] = field(default_factory=list)
+    prior: set[str] = msgspec.field(default_factory=set)
+    built: list[tuple[int, str]] = msgspec.field(default_factory=list)
+    old: list[tuple[int, str]] = msgspec.field(default_factory=list)
 
     def filter(self, items: Sequence[tuple[int, str, Item]]) -> list[Item]:
         out: list[Item] = []

@@ -22,7 +22,6 @@ job. Rules worth knowing (docs/sources/opencode.md has the full list):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -47,8 +46,7 @@ CLIENT = "opencode"
 AGENT = "opencode"
 
 
-@dataclass(frozen=True)
-class Brand:
+class Brand(msgspec.Struct, frozen=True):
     """Which product wrote an OpenCode-schema store: the source kind, client and agent its
     observations carry (Kilo Code's 2026 rebuild writes the same schema to ``kilo.db``)."""
 
@@ -349,8 +347,7 @@ def tool_exit_code(metadata: msgspec.Raw) -> int | None:
 
 
 # -- observation building ---------------------------------------------------------------
-@dataclass(frozen=True)
-class Attribution:
+class Attribution(msgspec.Struct, frozen=True):
     """Model and provider of one message, with the fields whose native values conflicted."""
 
     model: str | None = None
@@ -358,8 +355,7 @@ class Attribution:
     ambiguous: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True)
-class Context:
+class Context(msgspec.Struct, frozen=True, kw_only=True):
     """What every observation of one native row shares.
 
     ``tu`` is the row's selection time (``time_updated``; a session's ``time_created``):
