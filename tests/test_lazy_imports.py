@@ -98,3 +98,31 @@ def test_no_change_scan_imports_nothing_heavy(tmp_path: Path) -> None:
     second = _loaded(code, env)
     assert [m for m in HEAVY if m in second] == []
     assert sorted(_adapter_modules() & second) == []
+
+
+def test_a_scan_with_the_rule_pack_cached_parses_no_yaml(tmp_path: Path) -> None:
+    """The first scan compiles the pack (YAML) and caches it; a later scan with a changed
+    source builds the engine from the cache and imports no PyYAML (nor does the inventory,
+    with no Goose configuration, nor the allowlist loader, with no allowlist file)."""
+    home = tmp_path / "home"
+    project = home / ".claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    transcript = project / "s1.jsonl"
+
+    def line(uuid: str) -> str:
+        return json.dumps({"type": "user", "uuid": uuid, "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
+                           "message": {"role": "user", "content": "hello"}}) + "\n"
+
+    transcript.write_text(line("u1"))
+    args = ["scan", "--once", "--root", str(home), "--log-path", str(tmp_path / "e.jsonl"),
+            "--state-path", str(tmp_path / "s.sqlite")]  # fmt: skip
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("TELLTALE_CORPUS", None)
+    code = f"import sys; from telltale.cli.main import main; assert main({args!r}) == 0"
+    first = _loaded(code, env)
+    assert "yaml" in first and (tmp_path / "rules.cache").exists()  # compiled from the YAML, then cached
+    with transcript.open("a") as fh:
+        fh.write(line("u2"))
+    second = _loaded(code, env)
+    assert "telltale.detect.engine" in second  # the changed source went through the rules
+    assert "yaml" not in second

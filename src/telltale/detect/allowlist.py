@@ -27,7 +27,6 @@ import os
 from collections.abc import Sequence
 
 import msgspec
-import yaml
 
 from telltale.detect.model import Detection
 from telltale.errors import ConfigError
@@ -116,6 +115,8 @@ class Allowlist(msgspec.Struct):
 
 def parse_allowlist(text: str, path: str) -> Allowlist:
     """Parse one allowlist file; problems raise ``ConfigError`` naming file, entry and field."""
+    import yaml  # only when an allowlist file exists: a scan without one imports no YAML
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 import msgspec
 import re2
-import yaml
 
 from telltale.detect import cache
 from telltale.detect.fields import FIELD_NAMES, REQUEST_FIELDS
@@ -136,28 +135,32 @@ _ruleset_decoder = msgspec.msgpack.Decoder(RuleSet)
 # ------------------------------------------------------------------ YAML with lines
 
 
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+@functools.cache
+def _line_loader() -> Any:
+    """The safe loader (libyaml when present) that remembers the line where each mapping
+    starts. Built on first use: a scan whose rule pack comes from the rule-pack cache
+    parses no YAML, and importing PyYAML was ~15 ms of it."""
+    import yaml
 
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-class _LineLoader(_BaseLoader):  # type: ignore[misc]
-    """Safe loader (libyaml when present) that remembers the line where each mapping starts."""
+    class _LineLoader(base):  # type: ignore[misc]
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.lines: dict[int, int] = {}
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.lines: dict[int, int] = {}
+        def construct_line_map(self, node: yaml.MappingNode) -> Iterator[dict[Any, Any]]:
+            data: dict[Any, Any] = {}
+            self.lines[id(data)] = node.start_mark.line + 1
+            yield data
+            data.update(self.construct_mapping(node))
 
-    def construct_line_map(self, node: yaml.MappingNode) -> Iterator[dict[Any, Any]]:
-        data: dict[Any, Any] = {}
-        self.lines[id(data)] = node.start_mark.line + 1
-        yield data
-        data.update(self.construct_mapping(node))
-
-
-_LineLoader.add_constructor("tag:yaml.org,2002:map", _LineLoader.construct_line_map)
+    _LineLoader.add_constructor("tag:yaml.org,2002:map", _LineLoader.construct_line_map)
+    return _LineLoader
 
 
 def _yaml_load(text: str) -> tuple[Any, dict[int, int]]:
-    loader = _LineLoader(text)
+    loader = _line_loader()(text)
     try:
         return loader.get_single_data(), loader.lines
     finally:
@@ -329,6 +332,8 @@ def load_rule_text(text: str, path: str) -> RuleSet:
 
 
 def _load_rule_text(text: str, path: str) -> RuleSet:
+    import yaml
+
     out = RuleSet()
     try:
         data, lines = _yaml_load(text)

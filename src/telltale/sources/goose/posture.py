@@ -15,8 +15,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import yaml
-
 from telltale.inventory.model import McpServer, Posture, Telemetry
 from telltale.inventory.posture.common import (
     Builder,
@@ -31,11 +29,6 @@ from telltale.inventory.posture.common import (
     token,
     url_host,
 )
-
-try:  # both are safe loaders
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _Loader = yaml.SafeLoader
 
 #: Extension types that run in Goose's process (no MCP server to report).
 IN_PROCESS = frozenset({"builtin", "platform", "frontend", "inline_python"})
@@ -78,8 +71,11 @@ def read_goose(ctx: PostureContext) -> Posture:
     data = b.read("config", config_path(ctx))
     mode: str | None = None
     if data is not None:
+        import yaml  # only when Goose's config exists: every scan's inventory runs this reader
+
+        loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # both are safe loaders
         try:
-            doc = yaml.load(data.decode("utf-8"), Loader=_Loader)
+            doc = yaml.load(data.decode("utf-8"), Loader=loader)
         except (yaml.YAMLError, UnicodeDecodeError, RecursionError):
             doc = None
             b.malformed()
