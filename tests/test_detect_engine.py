@@ -474,7 +474,7 @@ def test_compiled_matchers_are_re2(engine: DetectionEngine) -> None:
 
     regexes = [rx for rule in engine._rules for sel in rule.selections for m in sel for rx in m.regexes]
     assert regexes and all(type(rx).__module__.startswith("re2") for rx in regexes)
-    assert all(isinstance(fx.set, re2.Set) for fx in engine._fields if fx is not None and fx.set is not None)
+    assert all(isinstance(fx.rset, re2.Set) for fx in engine._fields if fx is not None and fx.rset is not None)
 
 
 def test_fast_and_public_re2_paths_agree() -> None:

@@ -110,7 +110,7 @@ def test_default_pack_fields_screen_a_superset_of_the_re2_chunk_set() -> None:
     data = "\n".join(texts).encode("ascii")
     checked = 0
     for fid, fx in enumerate(engine._fields):
-        if fx is None or fx.set is None:
+        if fx is None or fx.rset is None:
             continue
         scan = scanner(fx.literals)
         assert scan is not None, FIELD_ATTRS[fid]  # every default atom is a literal
@@ -173,7 +173,7 @@ def _prepared_fields() -> list[tuple[str, Any]]:
     engine = DetectionEngine.load()
     engine._prepare_screen()
     return [(FIELD_ATTRS[fid], fx) for fid, fx in enumerate(engine._fields)
-            if fx is not None and fx.set is not None and fx.scanner is not None]
+            if fx is not None and fx.rset is not None and fx.scanner is not None]
 
 
 PACK_FIELDS = _prepared_fields()
@@ -191,7 +191,7 @@ def test_the_per_value_match_of_every_default_field_is_the_re2_sets(parts: list[
     data = (text.upper() if upper else text).encode("utf-8", "surrogatepass")
     for name, fx in PACK_FIELDS:
         assert fx.match is not None
-        assert set(fx.match(data) or ()) == set(fx.set.Match(data) or ()), name
+        assert set(fx.match(data) or ()) == set(fx.rset.Match(data) or ()), name
 
 
 def test_every_default_eager_field_matches_each_value_through_its_scanner() -> None:
@@ -225,7 +225,7 @@ def test_anchored_and_folded_atoms_on_the_per_value_path(literal: str, op: str, 
     assert fx.match is not None
     data = value.encode()
     assert (fx.match(data) == [0]) is hit
-    assert set(fx.match(data) or ()) == set(fx.set.Match(data) or ())
+    assert set(fx.match(data) or ()) == set(fx.rset.Match(data) or ())
 
 
 def test_a_caseless_non_ascii_atom_sends_non_ascii_values_to_the_set() -> None:
@@ -240,3 +240,19 @@ def test_a_caseless_non_ascii_atom_sends_non_ascii_values_to_the_set() -> None:
     assert fx.match is not None
     assert fx.match("un CAF\u00c9 noir".encode()) == [0]  # Unicode case folding: the Set's
     assert fx.match(b"un cafe noir") is None
+
+
+def test_a_field_with_a_scanner_compiles_no_re2_set_for_plain_values() -> None:
+    """The Sets are compiled on first use: the scanners answer plain values alone."""
+    from telltale.detect.fields import case_observation
+
+    engine = DetectionEngine.load()
+    observations = [case_observation({"tool_result": f"ordinary output {i}"} if i % 2 else {"command": "ls -la"},
+                                     session_id="s", client="claude", sequence=i, occurred_at=None)
+                    for i in range(4)]
+    engine.evaluate(observations, {})
+    scanned = [fx for fx in engine._fields if fx is not None and fx.scanner is not None]
+    assert scanned and all(fx._set is None for fx in scanned)
+    engine.evaluate([case_observation({"tool_result": "\u212aey ordinary"}, session_id="s", client="claude",
+                                      sequence=9, occurred_at=None)], {})  # a Kelvin sign: RE2 decides
+    assert any(fx._set is not None for fx in scanned)
