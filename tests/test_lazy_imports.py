@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from telltale.cli.main import COMMAND_MODULES, COMMANDS
@@ -80,22 +81,33 @@ def test_every_command_has_its_module() -> None:
     assert set(COMMAND_MODULES.values()) == set(COMMANDS)
 
 
-def test_no_change_scan_imports_nothing_heavy(tmp_path: Path) -> None:
-    """Two scans of a home with a Claude transcript: the second finds nothing new."""
+def _user_line(uuid: str) -> str:
+    return json.dumps({"type": "user", "uuid": uuid, "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
+                       "message": {"role": "user", "content": "hello"}}) + "\n"
+
+
+def _claude_scan(tmp_path: Path) -> tuple[Path, Callable[[], set[str]]]:
+    """A home with one Claude transcript, and a scan of it in a fresh interpreter that
+    returns the modules it loaded."""
     home = tmp_path / "home"
     project = home / ".claude" / "projects" / "-p"
     project.mkdir(parents=True)
-    line = {"type": "user", "uuid": "u1", "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
-            "message": {"role": "user", "content": "hello"}}  # fmt: skip
-    (project / "s1.jsonl").write_text(json.dumps(line) + "\n")
+    transcript = project / "s1.jsonl"
+    transcript.write_text(_user_line("u1"))
     args = ["scan", "--once", "--root", str(home), "--log-path", str(tmp_path / "e.jsonl"),
             "--state-path", str(tmp_path / "s.sqlite")]  # fmt: skip
     env = {**os.environ, "HOME": str(home)}
     env.pop("TELLTALE_CORPUS", None)
     code = f"import sys; from telltale.cli.main import main; assert main({args!r}) == 0"
-    first = _loaded(code, env)
+    return transcript, lambda: _loaded(code, env)
+
+
+def test_no_change_scan_imports_nothing_heavy(tmp_path: Path) -> None:
+    """Two scans of a home with a Claude transcript: the second finds nothing new."""
+    _, scan = _claude_scan(tmp_path)
+    first = scan()
     assert "telltale.sources.claude.adapter" in first  # the changed source was read
-    second = _loaded(code, env)
+    second = scan()
     assert [m for m in HEAVY if m in second] == []
     assert sorted(_adapter_modules() & second) == []
 
@@ -104,25 +116,11 @@ def test_a_scan_with_the_rule_pack_cached_parses_no_yaml(tmp_path: Path) -> None
     """The first scan compiles the pack (YAML) and caches it; a later scan with a changed
     source builds the engine from the cache and imports no PyYAML (nor does the inventory,
     with no Goose configuration, nor the allowlist loader, with no allowlist file)."""
-    home = tmp_path / "home"
-    project = home / ".claude" / "projects" / "-p"
-    project.mkdir(parents=True)
-    transcript = project / "s1.jsonl"
-
-    def line(uuid: str) -> str:
-        return json.dumps({"type": "user", "uuid": uuid, "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
-                           "message": {"role": "user", "content": "hello"}}) + "\n"
-
-    transcript.write_text(line("u1"))
-    args = ["scan", "--once", "--root", str(home), "--log-path", str(tmp_path / "e.jsonl"),
-            "--state-path", str(tmp_path / "s.sqlite")]  # fmt: skip
-    env = {**os.environ, "HOME": str(home)}
-    env.pop("TELLTALE_CORPUS", None)
-    code = f"import sys; from telltale.cli.main import main; assert main({args!r}) == 0"
-    first = _loaded(code, env)
+    transcript, scan = _claude_scan(tmp_path)
+    first = scan()
     assert "yaml" in first and (tmp_path / "rules.cache").exists()  # compiled from the YAML, then cached
     with transcript.open("a") as fh:
-        fh.write(line("u2"))
-    second = _loaded(code, env)
+        fh.write(_user_line("u2"))
+    second = scan()
     assert "telltale.detect.engine" in second  # the changed source went through the rules
     assert "yaml" not in second
