@@ -132,7 +132,7 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         #: Per observation kind (fields.KIND_FIELDS): the eager fields evaluate checks.
         self._probes = tuple(self._kind_probes(fids) for fids in KIND_FIELDS)
         self._probed = bytes(1 if probes else 0 for probes in self._probes)
-        #: The screen's matchers are built on the first large batch, through this cache.
+        #: The literal scanners and screen matchers are built on the first batch, through this cache.
         self._pack_cache = pack_cache.current()
         self._screen_ready = False
         #: Session key -> ``[agent version, model, provider]`` last seen (bounded, oldest dropped).

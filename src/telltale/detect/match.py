@@ -305,11 +305,11 @@ class _FieldIndex:
         return match
 
     def prepare_screen(self) -> None:
-        """What the batch screen scans joined values with, built on the first screened batch
-        (a scan of small batches never screens: see ``screen.SCREEN_MIN_BATCH``): the
-        chunk Set when the chunk patterns differ, and the Hyperscan scanner, which stands
-        in for the chunk Set on ASCII chunks, and on the others too when it is exact there
-        (``Scanner.unicode``); only eager fields are screened."""
+        """The literal scanners and the screen's matchers, built on the engine's first batch
+        (any size): the chunk Set when the chunk patterns differ, and the Hyperscan scanner,
+        which stands in for the chunk Set on ASCII chunks, and on the others too when it is
+        exact there (``Scanner.unicode``), and answers each value's per-value match
+        (:meth:`_exact_scan`); only eager fields get one."""
         if self._screen_ready or not self.patterns:
             return
         self._screen_ready = True
@@ -330,16 +330,21 @@ class _FieldIndex:
     def _exact_scan(self, scanner: literal_scan.Scanner, set_match: SetMatch) -> SetMatch:
         """The per-value match through the literal scanner, with the Set's exact result.
 
-        Hyperscan reads a long value ~3x faster than the Set's DFA, and a short one at a
-        fraction of its fixed cost (``bench/bench_detect.py --scan-home``). Its hits are
+        Hyperscan reads a long value ~3x faster than the Set's DFA; on short values its
+        per-call cost (~2-3 us) is about the Set's on warm DFA states and less than the
+        Set's on text its DFA has not seen yet (~11 us a call on the Claude tree's
+        arguments, ``bench/bench_detect.py --scan-home``). Its hits are
         the Set's where the scanner is exact: a value with a long s or a Kelvin sign (RE2
         folds them to ``s``/``k``), or a non-ASCII value when a caseless atom has other
         non-ASCII cases (:attr:`literal_scan.Scanner.unicode`), goes to the Set; an
         anchored atom (``equals``, ``startswith``, ``endswith``) the scanner finds anywhere
         is confirmed by its own pattern.
         """
-        plain = {_escape(lit.text) if not lit.caseless else _caseless(lit.text) for lit in self.literals if lit}
-        anchored = frozenset(i for i, pattern in enumerate(self.patterns) if pattern not in plain)
+        # An atom whose pattern is not its literal's own (escaped, maybe caseless) is anchored.
+        anchored = frozenset(
+            i for i, (pattern, lit) in enumerate(zip(self.patterns, self.literals, strict=True))
+            if lit is None or pattern != (_caseless(lit.text) if lit.caseless else _escape(lit.text))
+        )
         single = self.single
         unicode = scanner.unicode
 

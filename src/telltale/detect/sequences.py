@@ -25,8 +25,11 @@ class _Sequence(msgspec.Struct, frozen=True):
     max_steps: int
     max_seconds: float | None
     spec: Any
-    #: ``steps[:-1]``: what must already be in the window when the last step matches.
-    earlier: tuple[frozenset[str], ...] = ()
+
+    @property
+    def earlier(self) -> tuple[frozenset[str], ...]:
+        """``steps[:-1]``: what must already be in the window when the last step matches."""
+        return self.steps[:-1]
 
 
 class _Modifier(msgspec.Struct, frozen=True):
@@ -63,7 +66,6 @@ class SequenceMixin:
                 seq.spec.within.steps or DEFAULT_WITHIN_STEPS,
                 seq.spec.within.seconds,
                 seq.spec,
-                steps[:-1],
             )
             self._sequences.append(compiled_seq)
             for rid in steps[-1]:
