@@ -409,6 +409,21 @@ def test_walk_identity_recorded(home: Path) -> None:
     assert source.store_root == str(home / ".claude/projects")
 
 
+def test_walk_listing_stats_give_the_scans_own_fingerprints(home: Path) -> None:
+    """The scan's change check starts from the walk's ``lstat`` instead of one of its own:
+    the same fingerprint, WAL included, as ``stat``ing the source then."""
+    from telltale.pipeline import stat_fingerprint
+
+    touch(home, ".claude/projects/p/s.jsonl").write_text('{"type":"user"}\n')
+    db = touch(home, ".local/share/opencode/opencode.db")
+    Path(f"{db}-wal").write_bytes(b"wal")
+    result = run(home, "claude", "opencode")
+    listed = [s for s in result.sources if s.path in result.stats]
+    assert {Path(s.path).name for s in listed} >= {"s.jsonl"}
+    for source in result.sources:
+        assert stat_fingerprint(source, result.stats.get(source.path)) == stat_fingerprint(source)
+
+
 def test_walk_hard_link_is_one_source(home: Path) -> None:
     a = touch(home, ".claude/projects/p/a.jsonl")
     os.link(a, home / ".claude/projects/p/b.jsonl")

@@ -306,13 +306,18 @@ def _count(values: Iterable[str]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def stat_fingerprint(source: Source) -> str | None:
-    """Cheap change check: identity, size and mtime of the store (and its WAL)."""
-    try:
-        st = os.stat(source.path, follow_symlinks=False)
-    except OSError:
-        return None
-    parts = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+def stat_fingerprint(source: Source, listed: tuple[int, int, int, int] | None = None) -> str | None:
+    """Cheap change check: identity, size and mtime of the store (and its WAL).
+
+    ``listed``: those four as this run's discovery ``lstat``ed the store, when it did.
+    """
+    if listed is None:
+        try:
+            st = os.stat(source.path, follow_symlinks=False)
+        except OSError:
+            return None
+        listed = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    parts = list(listed)
     if source.kind.endswith(".sqlite") or source.path.endswith((".db", ".sqlite", ".sqlite3", ".vscdb")):
         try:
             wal = os.stat(source.path + "-wal", follow_symlinks=False)
@@ -461,17 +466,23 @@ class Scanner:
 
     # -- public --------------------------------------------------------------------
     def scan(
-        self, sources: Sequence[Source], *, discovery_errors: Sequence[dict[str, str]] = ()
+        self, sources: Sequence[Source], *, discovery_errors: Sequence[dict[str, str]] = (),
+        stats: Mapping[str, tuple[int, int, int, int]] | None = None,
     ) -> ScanResult:
+        """Read what changed in ``sources`` and emit it; ``stats`` are their ``lstat``s from
+        discovery, just before (by path; a source without one is ``stat``ed here)."""
         try:
-            return self._scan(sources, discovery_errors)
+            return self._scan(sources, discovery_errors, stats or {})
         finally:
             self._close_pool()
             # On success everything is settled already; after an error, no write may still
             # run when the caller moves on (a pending window is finished by ``recover``).
             self._drain()
 
-    def _scan(self, sources: Sequence[Source], discovery_errors: Sequence[dict[str, str]]) -> ScanResult:
+    def _scan(
+        self, sources: Sequence[Source], discovery_errors: Sequence[dict[str, str]],
+        stats: Mapping[str, tuple[int, int, int, int]],
+    ) -> ScanResult:
         opts = self.options
         self._tally = DetectionTally()
         self._pending_windows = {} if self.stream is None else self.stream.windows
@@ -508,7 +519,7 @@ class Scanner:
         interrupted_at: int | None = None
         removed = (self.state.meta_prefixed(REMOVED_PREFIX)
                    if use_cursors and self.state is not None and writes_state else {})
-        fps, reads = self._plan(selected, use_cursors, fingerprints, removed)
+        fps, reads = self._plan(selected, use_cursors, fingerprints, removed, stats)
         pool = self._start_pool(selected, reads, ctx)
         workers = pool.size if pool is not None else 0
         for index, source in enumerate(selected):
@@ -878,7 +889,7 @@ class Scanner:
 
     def _plan(
         self, selected: Sequence[Source], use_cursors: bool, fingerprints: Mapping[str, str],
-        removed: Mapping[str, bytes],
+        removed: Mapping[str, bytes], stats: Mapping[str, tuple[int, int, int, int]],
     ) -> tuple[list[str | None], dict[int, tuple[bytes | None, bool]]]:
         """Each source's fingerprint (``stat`` only), and the sources to read with their
         cursors and whether each is back after a removal.
@@ -893,7 +904,7 @@ class Scanner:
                 fps.append(None)
                 continue
             key = source_key(source.kind, source.path)
-            fp = stat_fingerprint(source)
+            fp = stat_fingerprint(source, stats.get(source.path))
             fps.append(fp)
             if use_cursors and fp is not None and fingerprints.get(key) == fp:
                 continue

@@ -357,6 +357,11 @@ def _group_id(group: str | None) -> int | None:
         raise UsageError(f"--log-group: no group named {group!r}") from None
 
 
+def _below(path: str, directory: str) -> bool:
+    """Whether ``path`` is lexically inside ``directory`` (both as discovery made them)."""
+    return path.startswith(os.path.join(directory, ""))
+
+
 def checked_discovery(args: argparse.Namespace, options: ScanOptions) -> DiscoveryResult:
     """Discover, then apply the emitting-scan fixture guard and the path-placement rule."""
     result = discover(discovery_options(args))
@@ -368,7 +373,9 @@ def checked_discovery(args: argparse.Namespace, options: ScanOptions) -> Discove
     if not options.dry_run and options.log_path != STDOUT_LOG:
         stores = [r.path for r in result.store_roots]
         stores += result.pending_roots  # where a store may appear (and a watch looks)
-        stores += sorted({os.path.dirname(s.path) for s in result.sources})
+        # A source's own directory only when it is not below its store root (which is
+        # listed, and holds everything below it: one ``stat`` each, not one per session).
+        stores += sorted({os.path.dirname(s.path) for s in result.sources if not _below(s.path, s.store_root)})
         check_write_paths(options.state_path, options.log_path, stores=stores)
         check_state_file(options.state_path)  # not a database: exit 1 before the lock is created
     return result

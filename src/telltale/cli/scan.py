@@ -209,9 +209,9 @@ def _locked_scan(
     try:
         if progress is not None:
             with progress:
-                result = scanner.scan(discovery.sources, discovery_errors=errors)
+                result = scanner.scan(discovery.sources, discovery_errors=errors, stats=discovery.stats)
         else:
-            result = scanner.scan(discovery.sources, discovery_errors=errors)
+            result = scanner.scan(discovery.sources, discovery_errors=errors, stats=discovery.stats)
         delivered: dict[str, Any] = {}
         if options.remote_sinks and result.interrupted is None:
             from telltale.delivery import deliver_after_scan

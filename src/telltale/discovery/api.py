@@ -108,3 +108,6 @@ class DiscoveryResult(msgspec.Struct):
     probed: list[ProbedPlace] = []
     #: The accounts a per-home discovery considered, scanned or skipped with the reason.
     homes: list[UserHome] = []
+    #: Source files as the walk ``lstat``ed them, by path: (device, inode, size, mtime in
+    #: ns), what a scan's change check starts from (not every source has one).
+    stats: dict[str, tuple[int, int, int, int]] = {}

@@ -434,4 +434,5 @@ def discover(options: DiscoveryOptions) -> DiscoveryResult:
         pending_roots=[] if fixture else collector.pending_roots(),
         probed=collector.probed,
         homes=homes,
+        stats=probe.stats,
     )

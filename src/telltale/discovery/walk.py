@@ -10,6 +10,7 @@ goes on, bounded discovery raises on the first one so that no partial listing es
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
@@ -20,6 +21,9 @@ from telltale.discovery.api import DiscoveryIssue
 from telltale.discovery.roots import Flavour
 from telltale.errors import DiscoveryError
 from telltale.sources.spec import RootType, Source, SourceSpec
+
+#: A directory entry's name (the listing's sort key, in C).
+_NAME = operator.attrgetter("name")
 
 #: Directories nested deeper than this below a store root are not entered (a guard
 #: against pathological trees; real stores are a handful of levels deep).
@@ -62,6 +66,10 @@ class Probe:
         self.budget = budget
         self.spent = 0
         self.issues: list[DiscoveryIssue] = []
+        #: Each source file found, by path, as its ``lstat`` said: (device, inode, size,
+        #: mtime in ns). The scan's change check uses it instead of a ``stat`` of its own
+        #: (one per source, every scan).
+        self.stats: dict[str, tuple[int, int, int, int]] = {}
 
     def host(self, path: str) -> str:
         return self._host(path)
@@ -115,7 +123,7 @@ class Probe:
             self.report("unreadable", path, error_token(exc))
             return None
         self.charge(path, len(entries))
-        entries.sort(key=lambda entry: entry.name)
+        entries.sort(key=_NAME)
         return entries
 
 
@@ -209,6 +217,24 @@ class WalkOutcome(msgspec.Struct):
     present: bool
 
 
+class _DepthPlan:
+    """What the walk does with the entries of a directory at one depth: the same for every
+    directory at that depth, so worked out once per store (a store holds hundreds of
+    session directories at one depth)."""
+
+    __slots__ = ("descend", "gated", "plain_descend", "rule_free", "ruled")
+
+    def __init__(self, targets: Sequence[WalkTarget], depth: int) -> None:
+        self.descend = any(t.descends(depth) for t in targets)
+        self.gated = [t for t in targets if t.spec.kind in _LAYOUT_RULES and _LAYOUT_RULES[t.spec.kind].enter]
+        self.plain_descend = any(t.descends(depth) for t in targets if t not in self.gated)
+        #: Targets without layout rules, each with its spec's name test.
+        self.rule_free = [
+            (t, t.spec.name_test()) for t in targets if t.applies_at(depth) and t.spec.kind not in _LAYOUT_RULES
+        ]
+        self.ruled = [t for t in targets if t.applies_at(depth) and t.spec.kind in _LAYOUT_RULES]
+
+
 def walk_store(probe: Probe, directory: str, targets: Sequence[WalkTarget]) -> WalkOutcome:
     """Enumerate the sources of ``targets`` below one store directory.
 
@@ -226,25 +252,29 @@ def walk_store(probe: Probe, directory: str, targets: Sequence[WalkTarget]) -> W
 
     sources: list[Source] = []
     visited: set[tuple[int, int]] = {(root_stat.st_dev, root_stat.st_ino)}
-    # (directory, depth, directory names below the store root)
-    stack: list[tuple[str, int, tuple[str, ...]]] = [(directory, 1, ())]
+    plans: dict[int, _DepthPlan] = {}
+    # A subdirectory's path plus the separator ("dir/"): its children are a concatenation.
+    sep = "\\" if flavour.windows else "/"
+    # (directory, its prefix, depth, directory names below the store root)
+    stack: list[tuple[str, str, int, tuple[str, ...]]] = [(directory, flavour.join(directory, ""), 1, ())]
     while stack:
-        dir_path, depth, dirs = stack.pop()
+        dir_path, prefix, depth, dirs = stack.pop()
         entries = probe.scandir(dir_path)
         if entries is None:
             continue
-        prefix = flavour.join(dir_path, "")  # "dir/" once, so children are a concatenation
-        parent_name = flavour.basename(flavour.normpath(dir_path))
-        descend = any(t.descends(depth) for t in targets)
-        gated = [t for t in targets if t.spec.kind in _LAYOUT_RULES and _LAYOUT_RULES[t.spec.kind].enter]
-        plain_descend = any(t.descends(depth) for t in targets if t not in gated)
-        rule_free = [t for t in targets if t.applies_at(depth) and t.spec.kind not in _LAYOUT_RULES]
-        ruled = [t for t in targets if t.applies_at(depth) and t.spec.kind in _LAYOUT_RULES]
+        # A subdirectory's name is the last of ``dirs`` (the walk made its path from it).
+        parent_name = dirs[-1] if dirs else flavour.basename(flavour.normpath(dir_path))
+        plan = plans.get(depth)
+        if plan is None:
+            plan = plans[depth] = _DepthPlan(targets, depth)
+        rule_free, ruled, descend, plain_descend, gated = (
+            plan.rule_free, plan.ruled, plan.descend, plan.plain_descend, plan.gated,
+        )
         matched: dict[str, tuple[os.DirEntry[str], list[WalkTarget]]] = {}
         subdirs: list[tuple[str, os.DirEntry[str]]] = []
         for entry in entries:
             name = entry.name
-            wanted = [t for t in rule_free if t.spec.matches(name, parent_name)]
+            wanted = [t for t, test in rule_free if test(name, parent_name)]
             if ruled:
                 wanted.extend(t for t in ruled if t.matches(name, parent_name, dirs))
             try:
@@ -287,6 +317,7 @@ def walk_store(probe: Probe, directory: str, targets: Sequence[WalkTarget]) -> W
             if not stat.S_ISREG(st.st_mode):
                 probe.report("not_regular_file", child, "candidate is not a regular file")
                 continue
+            probe.stats[child] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
             for target in wanted:
                 sources.append(
                     Source(
@@ -319,5 +350,5 @@ def walk_store(probe: Probe, directory: str, targets: Sequence[WalkTarget]) -> W
                 probe.report("loop", child, "directory already visited (bind mount or loop)")
                 continue
             visited.add(identity)
-            stack.append((child, depth + 1, (*dirs, entry.name)))
+            stack.append((child, child + sep, depth + 1, (*dirs, entry.name)))
     return WalkOutcome(sources, True)

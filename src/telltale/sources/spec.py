@@ -81,11 +81,31 @@ class SourceSpec(msgspec.Struct, frozen=True, kw_only=True):
     locator: str = ""
 
     def matches(self, name: str, parent: str | None = None) -> bool:
-        if self.parent_dir is not None and parent != self.parent_dir:
+        return _name_test(self.file_patterns, self.exclude_patterns, self.parent_dir)(name, parent)
+
+    def name_test(self) -> Callable[[str, str | None], bool]:
+        """``(name, parent directory name) -> bool``, as :meth:`matches`: for a walk that
+        tests every entry of a store against the same specs."""
+        return _name_test(self.file_patterns, self.exclude_patterns, self.parent_dir)
+
+
+@functools.cache
+def _name_test(
+    file_patterns: tuple[str, ...], exclude_patterns: tuple[str, ...], parent_dir: str | None
+) -> Callable[[str, str | None], bool]:
+    files = _matcher(file_patterns)
+    exclude = _matcher(exclude_patterns) if exclude_patterns else None
+    if parent_dir is None and exclude is None:
+        return lambda name, _parent: files(name)
+
+    def test(name: str, parent: str | None) -> bool:
+        if parent_dir is not None and parent != parent_dir:
             return False
-        if self.exclude_patterns and _matcher(self.exclude_patterns)(name):
+        if exclude is not None and exclude(name):
             return False
-        return _matcher(self.file_patterns)(name)
+        return files(name)
+
+    return test
 
 
 @functools.cache
