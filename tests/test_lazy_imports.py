@@ -26,6 +26,7 @@ HEAVY = (
     "telltale.sinks.config", "telltale.sinks.outbox", "concurrent.futures", "multiprocessing",
     "socket",  # the host's name comes from os.uname (telltale.hostname)
     "typing_extensions", "inspect",  # hidden while msgspec imports (telltale/__init__.py)
+    "hashlib",  # BLAKE2b from _blake2 (telltale.digest); SHA-256 only once a value is hashed
 )  # fmt: skip
 
 

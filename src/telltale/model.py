@@ -9,11 +9,12 @@ quarantines the record that carried it.
 from __future__ import annotations
 
 import enum
-import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
+
+from telltale.digest import blake2b
 
 #: Ordinary canonical strings (names, ids, paths, models, ...), in UTF-8 bytes.
 STRING_BOUND = 4_096
@@ -204,8 +205,8 @@ _BOUNDS: dict[str, int] = {
 
 #: No string of at most this many characters can exceed any bound (4 UTF-8 bytes each at most).
 _SHORT = STRING_BOUND // 4
-_blake2b = hashlib.blake2b
-_BLAKE2B_16 = hashlib.blake2b(digest_size=16)
+_blake2b = blake2b
+_BLAKE2B_16 = blake2b(digest_size=16)
 
 
 def utf8_len(value: str) -> int:
@@ -397,7 +398,7 @@ class ObservationTemplate:
         #: The id's hash state after the bytes before the coordinate (copying it is cheaper
         #: than hashing them again); ``None`` when they cannot be encoded, so that
         #: ``observation_id`` raises there exactly as ``make_observation`` would.
-        self.prefix: hashlib.blake2b | None = None
+        self.prefix: blake2b | None = None
         if adapter.isascii():
             try:
                 data = (adapter + "\x1f" + source_identity + "\x1f").encode("utf-8", "surrogateescape")

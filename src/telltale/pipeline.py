@@ -317,14 +317,15 @@ def stat_fingerprint(source: Source, listed: tuple[int, int, int, int] | None = 
         except OSError:
             return None
         listed = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    parts = list(listed)
+    device, inode, size, mtime_ns = listed
+    fp = f"{device}:{inode}:{size}:{mtime_ns}"  # as earlier versions wrote it: no re-read on upgrade
     if source.kind.endswith(".sqlite") or source.path.endswith((".db", ".sqlite", ".sqlite3", ".vscdb")):
         try:
             wal = os.stat(source.path + "-wal", follow_symlinks=False)
-            parts += [wal.st_ino, wal.st_size, wal.st_mtime_ns]
+            fp += f":{wal.st_ino}:{wal.st_size}:{wal.st_mtime_ns}"
         except OSError:
-            parts.append(-1)
-    return ":".join(str(p) for p in parts)
+            fp += ":-1"
+    return fp
 
 
 class _Window:

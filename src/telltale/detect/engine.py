@@ -16,7 +16,6 @@ persists between scans.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -53,6 +52,7 @@ from telltale.detect.model import (
 )
 from telltale.detect.screen import CHUNK_VALUE_CHARS, ScreenMixin  # noqa: F401
 from telltale.detect.sequences import SequenceMixin
+from telltale.digest import blake2b
 from telltale.model import Family, Observation
 
 if TYPE_CHECKING:  # the effective pack's module (tuning, YAML) is not needed to build from the shipped pack
@@ -83,7 +83,7 @@ def _iso_text(seconds: float | None) -> str | None:
 
 def detection_id(session_key: str, rule_id: str, first_observation_id: str) -> str:
     """Deterministic id: the same match in a growing session always gets the same id."""
-    digest = hashlib.blake2b(digest_size=16)
+    digest = blake2b(digest_size=16)
     for part in (session_key, rule_id, first_observation_id):
         digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\x1f")

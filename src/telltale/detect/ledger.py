@@ -12,11 +12,11 @@ the last rollup of a session is the same whatever kills happened.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from typing import Literal
 
 from telltale.detect.model import SEVERITIES, Anchor, Detection, LedgerEntry, SessionWindow, Severity
+from telltale.digest import blake2b
 
 #: Anchors (and their evidence) an aggregated alert keeps at most: the first occurrences.
 MAX_ANCHORS = 10
@@ -77,14 +77,14 @@ def record(window: SessionWindow, det: Detection) -> None:
 def digest(entries: Iterable[LedgerEntry]) -> str:
     """What the session's risk is made of: each rule or sequence and its points (counts
     and times are reported, but a repeat alone does not make a new rollup)."""
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     for kind, ident, points in sorted((e.kind, e.id, e.points) for e in entries if e.points > 0):
         h.update(f"{kind}\x1f{ident}\x1f{points}\x1e".encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 
 
 def rollup_id(session_key: str, ledger_digest: str) -> str:
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     h.update(session_key.encode("utf-8", "surrogatepass"))
     h.update(b"\x1f")
     h.update(ledger_digest.encode())

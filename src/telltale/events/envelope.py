@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import getpass
-import hashlib
 import os
 import time
 from functools import cache, lru_cache
@@ -12,6 +11,7 @@ from typing import Any
 import msgspec
 
 from telltale import __version__
+from telltale.digest import blake2b
 from telltale.hostname import hostname
 
 SCHEMA_VERSION = "1.0"
@@ -46,7 +46,7 @@ def utc_now() -> str:
 @lru_cache(maxsize=16_384)
 def path_hash(path: str) -> str:
     """Identify a path without disclosing it (16 hex digits, unkeyed for correlation)."""
-    return hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+    return blake2b(path.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
 
 
 @cache

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
+from telltale.digest import blake2b
 from telltale.events.envelope import base_event, path_hash
 
 _SEVERITY = {"informational": 10, "low": 21, "warning": 47, "medium": 47, "high": 73, "critical": 99}
 
 
 def _event_id(*parts: str) -> str:
-    return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=16).hexdigest()
+    return blake2b("\x1f".join(parts).encode(), digest_size=16).hexdigest()
 
 
 def scanner_error(

@@ -10,10 +10,10 @@ describes one run.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from telltale.digest import blake2b
 from telltale.events.envelope import base_event, path_hash
 from telltale.model import Quarantine
 
@@ -23,7 +23,7 @@ QUARANTINE_EVENTS_PER_SOURCE = 100
 
 def _event_id(*parts: object) -> str:
     text = "\x1f".join("" if p is None else str(p) for p in parts)
-    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+    return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
 def _health(event_id: str, action: str, observed_at: str, *, level: str, kind: str = "event") -> dict[str, Any]:

@@ -27,7 +27,6 @@ output is cut to 64 bits, which also leaves no digest to extend.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import re
 from typing import Any
@@ -53,8 +52,18 @@ def _key() -> bytes:
 
 
 _KEY = _key()
-# The key fills SHA-256's first 64-byte block: copying this state costs no compression.
-_KEYED = hashlib.sha256(hashlib.sha256(_KEY).digest() * 2)
+#: SHA-256 with the key in its first 64-byte block (copying this state costs no
+#: compression); made when a value is first hashed (``hashlib`` loads OpenSSL's binding:
+#: a run that hashes nothing, such as a no-change scan, never imports it).
+_keyed: Any = None
+
+
+def _keyed_state() -> Any:
+    global _keyed
+    import hashlib
+
+    _keyed = hashlib.sha256(hashlib.sha256(_KEY).digest() * 2)
+    return _keyed
 
 
 def value_hash(value: str) -> str:
@@ -65,7 +74,7 @@ def value_hash(value: str) -> str:
 def size_and_hash(value: str) -> tuple[int, str]:
     """UTF-8 size and :func:`value_hash` of a value, encoding it once (long texts)."""
     data = value.encode("utf-8", "surrogatepass")
-    digest = _KEYED.copy()
+    digest = (_keyed or _keyed_state()).copy()
     digest.update(data)
     return len(data), digest.hexdigest()[:16]
 

@@ -16,7 +16,6 @@ subagent transcript is not counted twice.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import sqlite3
 from array import array
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from typing import Any
 
 import msgspec
 
+from telltale.digest import blake2b
 from telltale.index import documents
 from telltale.index.schema import BUCKET_SECONDS
 from telltale.model import Family, Observation, Stage, TokenUsage
@@ -48,7 +48,7 @@ def id64(event_id: str) -> int:
             return int(event_id[:15], 16)
     except ValueError:
         pass
-    return int.from_bytes(hashlib.blake2b(event_id.encode(), digest_size=8).digest(), "big") >> 4
+    return int.from_bytes(blake2b(event_id.encode(), digest_size=8).digest(), "big") >> 4
 
 
 #: Bucket of each minute met (``YYYY-MM-DDTHH:MM``, canonical UTC times): one parse per minute.
@@ -556,4 +556,4 @@ def _responses(conn: sqlite3.Connection, batch: _Batch, sessions: dict[tuple[str
 
 def _response_hash(key: str) -> int:
     """A 60-bit key for an agent's response identity."""
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogateescape"), digest_size=8).digest(), "big") >> 4
+    return int.from_bytes(blake2b(key.encode("utf-8", "surrogateescape"), digest_size=8).digest(), "big") >> 4

@@ -8,10 +8,11 @@ basename, URL host and environment/header *names*.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Literal
 
 import msgspec
+
+from telltale.digest import blake2b
 
 #: Bump when a field changes meaning; part of the digest so consumers re-emit.
 INVENTORY_SCHEMA_VERSION = 1
@@ -28,7 +29,7 @@ def path_hash(path: str) -> str:
     what change detection and cross-source correlation need. It hides paths from casual
     readers of telemetry, not from someone who can guess candidate paths.
     """
-    return hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+    return blake2b(path.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
 
 
 class Signal(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -147,7 +148,7 @@ class InventorySnapshot(msgspec.Struct, frozen=True, kw_only=True):
 
     def digest(self) -> str:
         """Hex digest of the whole snapshot, so a scan emits inventory only on change."""
-        return hashlib.blake2b(msgspec.json.encode(self), digest_size=16).hexdigest()
+        return blake2b(msgspec.json.encode(self), digest_size=16).hexdigest()
 
     def agent(self, name: str) -> AgentInventory:
         for entry in self.agents:

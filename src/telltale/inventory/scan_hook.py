@@ -12,7 +12,6 @@ the scan goes on without the event.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import sys
 import time
@@ -23,6 +22,7 @@ from typing import Any, Protocol
 import msgspec
 
 from telltale import faults
+from telltale.digest import blake2b
 from telltale.inventory.model import DEFAULT_INVENTORY_INTERVAL, InventorySnapshot, inventory_due
 from telltale.state import WindowCommit
 
@@ -178,7 +178,7 @@ def inventory_events(
     scope = (host, user) if user else (host,)
 
     def event_id(*parts: str) -> str:
-        return hashlib.blake2b("\x1f".join(("inventory", *scope, digest, *parts)).encode(), digest_size=16).hexdigest()
+        return blake2b("\x1f".join(("inventory", *scope, digest, *parts)).encode(), digest_size=16).hexdigest()
 
     docs: list[dict[str, Any]] = []
     for agent in snapshot.agents:

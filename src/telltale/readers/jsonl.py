@@ -13,7 +13,6 @@ an oversized line, by coordinate only.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 from collections.abc import Callable, Iterator
@@ -21,6 +20,7 @@ from typing import BinaryIO
 
 import msgspec
 
+from telltale.digest import blake2b
 from telltale.errors import SourceError
 from telltale.readers.records import BOM
 
@@ -104,7 +104,7 @@ def encode_cursor(cursor: JsonlCursor) -> bytes:
 
 
 def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=12).hexdigest()
+    return blake2b(data, digest_size=12).hexdigest()
 
 
 Opener = Callable[[str], BinaryIO]

@@ -27,12 +27,12 @@ that does not decode, is quarantined by index and accounted for, never retried.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import msgspec
 
+from telltale.digest import blake2b
 from telltale.model import BoundExceeded, Observation, Quarantine
 from telltale.readers.files import read_document
 from telltale.sources._jsonl_driver import Recorder, decode_failure_reason
@@ -124,7 +124,7 @@ def content_hash(data: bytes) -> str:
     # An entry that does not decode is hashed as it is (and quarantined).
     with contextlib.suppress(msgspec.DecodeError):
         data = msgspec.json.encode(msgspec.json.decode(data))
-    return hashlib.blake2b(data, digest_size=6).hexdigest()
+    return blake2b(data, digest_size=6).hexdigest()
 
 
 def entry_keys(raws: Sequence[msgspec.Raw], ids: Sequence[str | None]) -> list[str]:
@@ -175,7 +175,7 @@ def acquire_document(
     prior = prior or DocumentCursor()
     data, st = read_document(source.path, MAX_DOCUMENT_BYTES)
     mtime_ns = st.st_mtime_ns
-    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    digest = blake2b(data, digest_size=16).hexdigest()
     if digest == prior.fingerprint and not prior.invalid:
         # Touched or rewritten with the same bytes: nothing can be new, but an entry that
         # was not settled yet may be now only if something changed, so nothing to do.

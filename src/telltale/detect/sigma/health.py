@@ -8,11 +8,11 @@ in the state with the window that writes the event), not on every scan.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from telltale.detect.loader import LoadIssue
+from telltale.digest import blake2b
 
 META_DIGEST = "rules.not_loaded.digest"
 #: Rules listed in one event at most (the count is always complete).
@@ -28,7 +28,7 @@ def issue_rows(issues: Sequence[LoadIssue]) -> list[dict[str, str]]:
 
 
 def _digest(rows: list[dict[str, str]]) -> str:
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     for row in rows:
         h.update("\x1f".join((row["path"], row["rule_id"], row["reason"])).encode("utf-8", "surrogatepass"))
         h.update(b"\x1e")

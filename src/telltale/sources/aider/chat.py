@@ -28,13 +28,13 @@ header's (local) time is a source time.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 
+from telltale.digest import blake2b
 from telltale.model import BoundExceeded, Family, Provenance, Stage, TokenUsage, encode_arguments
 from telltale.readers.jsonl import Line
 from telltale.sources import _project_local
@@ -97,7 +97,7 @@ def _header_time(text: str) -> str | None:
 
 
 def path_digest(path: str) -> str:
-    return hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=6).hexdigest()
+    return blake2b(path.encode("utf-8", "surrogateescape"), digest_size=6).hexdigest()
 
 
 class ChatHandler:

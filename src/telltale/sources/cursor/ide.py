@@ -25,13 +25,13 @@ a later bubble exists, or the composer is not generating and its tool call is fi
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
 
+from telltale.digest import blake2b
 from telltale.errors import SourceError
 from telltale.model import (
     BoundExceeded,
@@ -111,7 +111,7 @@ decode_cursor = cursor_decoder(IdeCursor)
 
 
 def digest(value: str) -> str:
-    raw = hashlib.blake2b(value.encode("utf-8", "surrogateescape"), digest_size=DIGEST_BYTES).digest()
+    raw = blake2b(value.encode("utf-8", "surrogateescape"), digest_size=DIGEST_BYTES).digest()
     return base64.urlsafe_b64encode(raw).decode("ascii")
 
 

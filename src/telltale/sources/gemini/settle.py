@@ -18,10 +18,11 @@ latest line, so the next scan reads it again. What was emitted is remembered per
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 
 import msgspec
+
+from telltale.digest import blake2b
 
 #: Messages whose emitted parts are remembered (a checkpoint repeats the whole conversation).
 MEMORY = 4_096
@@ -30,7 +31,7 @@ _TEXT, _USAGE = 1, 2
 
 def key(value: str) -> str:
     """A short, stable stand-in for an id in the carried state (12 hex digits)."""
-    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+    return blake2b(value.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
 
 
 class Memory(msgspec.Struct, omit_defaults=True):

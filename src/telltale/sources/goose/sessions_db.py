@@ -20,12 +20,12 @@ session_delta``, as for Crush).
 from __future__ import annotations
 
 import base64
-import hashlib
 from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 
+from telltale.digest import blake2b
 from telltale.errors import SourceError
 from telltale.model import (
     BoundExceeded,
@@ -77,7 +77,7 @@ decode_cursor = cursor_decoder(GooseCursor)
 
 
 def digest(role: str, content: bytes) -> str:
-    raw = hashlib.blake2b(role.encode() + b"\x1f" + content, digest_size=6).digest()
+    raw = blake2b(role.encode() + b"\x1f" + content, digest_size=6).digest()
     return base64.urlsafe_b64encode(raw).decode("ascii")
 
 

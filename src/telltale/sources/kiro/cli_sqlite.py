@@ -19,12 +19,12 @@ without that table is reported ``unsupported`` (``unknown_format``).
 from __future__ import annotations
 
 import base64
-import hashlib
 from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 
+from telltale.digest import blake2b
 from telltale.errors import UnsupportedSource
 from telltale.model import BoundExceeded, Family, Observation, Provenance, Quarantine, Stage, encode_arguments, iso_time
 from telltale.readers.records import failure_reason
@@ -66,7 +66,7 @@ _encoder = msgspec.json.Encoder()
 
 
 def _digest(value: str) -> str:
-    raw = hashlib.blake2b(value.encode("utf-8", "surrogateescape"), digest_size=DIGEST_BYTES).digest()
+    raw = blake2b(value.encode("utf-8", "surrogateescape"), digest_size=DIGEST_BYTES).digest()
     return base64.urlsafe_b64encode(raw).decode("ascii")
 
 

@@ -25,13 +25,13 @@ Messages that vanish from a thread (an edit, a regeneration) raise one
 from __future__ import annotations
 
 import base64
-import hashlib
 import io
 from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 
+from telltale.digest import blake2b
 from telltale.errors import UnsupportedSource
 from telltale.model import (
     BoundExceeded,
@@ -95,7 +95,7 @@ _encoder = msgspec.json.Encoder()
 
 
 def _digest(value: str) -> str:
-    raw = hashlib.blake2b(value.encode("utf-8", "surrogateescape"), digest_size=DIGEST_BYTES).digest()
+    raw = blake2b(value.encode("utf-8", "surrogateescape"), digest_size=DIGEST_BYTES).digest()
     return base64.urlsafe_b64encode(raw).decode("ascii")
 
 
@@ -285,7 +285,7 @@ class _Run:
         vanished = [d for d in _unpack(entry.done) if d not in now]
         if vanished:
             self.health.append(SourceHealth(
-                reason="source_reordered", identity=hashlib.blake2b(text, digest_size=16).hexdigest(),
+                reason="source_reordered", identity=blake2b(text, digest_size=16).hexdigest(),
                 fields={"thread": _digest(tid), "vanished": len(vanished), "entries_now": len(keys)}))
         entry.done = "".join(d for d in keys if d in done or d in mapper.emitted)
         entry.totals = totals
