@@ -7,9 +7,11 @@ one ``stat`` per source, the summary's commit. With ``--before-src DIR`` (a ``sr
 directory of another checkout, e.g. ``git archive COMMIT src | tar -x -C /tmp/before``)
 the other code gets a state of its own and the runs alternate (before, after, before, …),
 so a loaded host weighs on both alike. CPU is the child's user+sys (its own rusage).
+With ``--instructions`` each code also makes one re-scan under ``valgrind --tool=cachegrind``
+and its instruction count is printed: a figure the host's load does not move.
 
     python bench/bench_rescan.py /tmp/telltale-bench-corpus/all-54/home [--runs 15]
-                                 [--before-src /tmp/before/src]
+                                 [--before-src /tmp/before/src] [--instructions]
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,13 +38,32 @@ print("TT-CPU " + json.dumps([ru.ru_utime + ru.ru_stime, os.waitstatus_to_exitco
 """
 
 
-def scan_cpu(src: Path, home: Path, out: Path) -> float:
-    """One ``scan --once`` of ``home`` with the code in ``src`` into ``out``: its CPU seconds."""
+def _scan_argv(home: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "telltale", "scan", "--once", "--root", str(home), "--json",
+            "--log-path", str(out / "events.jsonl"), "--state-path", str(out / "state.sqlite")]
+
+
+def _scan_env(src: Path, home: Path, out: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TELLTALE_") and k != "PYTHONDONTWRITEBYTECODE"}
     env.update(HOME=str(home), PYTHONPATH=str(src), XDG_CACHE_HOME=str(out / "cache"))
-    argv = [sys.executable, "-c", _WRAP, sys.executable, "-m", "telltale", "scan", "--once", "--root", str(home),
-            "--json", "--log-path", str(out / "events.jsonl"), "--state-path", str(out / "state.sqlite")]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    return env
+
+
+def scan_instructions(src: Path, home: Path, out: Path) -> int:
+    """The instructions one ``scan --once`` executes (cachegrind's ``I refs``)."""
+    argv = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+            *_scan_argv(home, out)]
+    done = subprocess.run(argv, env=_scan_env(src, home, out), capture_output=True, text=True, check=False)
+    found = re.search(r"I\s+refs:\s+([0-9,]+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"valgrind gave no instruction count (exit {done.returncode}): {done.stderr[-500:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def scan_cpu(src: Path, home: Path, out: Path) -> float:
+    """One ``scan --once`` of ``home`` with the code in ``src`` into ``out``: its CPU seconds."""
+    argv = [sys.executable, "-c", _WRAP, *_scan_argv(home, out)]
+    done = subprocess.run(argv, env=_scan_env(src, home, out), capture_output=True, text=True, check=False)
     line = next((ln for ln in done.stderr.splitlines() if ln.startswith("TT-CPU ")), None)
     if line is None:
         raise SystemExit(f"no CPU figure from the scan: {done.stderr[-500:]}")
@@ -55,7 +78,11 @@ def main() -> int:
     parser.add_argument("home", type=Path)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--before-src", type=Path, help="another checkout's src directory, run alternately")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count one re-scan's instructions per code (needs valgrind)")
     args = parser.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind on PATH (Debian package valgrind)")
     codes = {"after": HERE.parent / "src"}
     if args.before_src:
         codes = {"before": args.before_src, **codes}
@@ -68,11 +95,13 @@ def main() -> int:
         for _ in range(args.runs):
             for name, src in codes.items():
                 runs[name].append(scan_cpu(src, args.home, outs[name]))
+        counts = {name: scan_instructions(src, args.home, outs[name]) for name, src in codes.items()
+                  if args.instructions}
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{args.home}: no-change re-scan, CPU of {args.runs} runs (load {load})")
     for name, cpus in runs.items():
         print(f"  {name}: median {statistics.median(cpus):.3f}s, best {min(cpus):.3f}s, "
-              f"worst {max(cpus):.3f}s")
+              f"worst {max(cpus):.3f}s" + (f", {counts[name] / 1e6:,.1f} M instructions" if counts else ""))
     return 0
 
 
