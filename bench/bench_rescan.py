@@ -10,8 +10,14 @@ so a loaded host weighs on both alike. CPU is the child's user+sys (its own rusa
 With ``--instructions`` each code also makes one re-scan under ``valgrind --tool=cachegrind``
 and its instruction count is printed: a figure the host's load does not move.
 
+With ``--one-new-line`` each run first appends one message to a Claude Code transcript (a
+copy of its last line with a fresh ``uuid``), in a private copy of the tree per code: the
+scan a timer-driven service pays every interval while an agent is working (the changed
+source is read, the rule pack comes from its cache, the new events are written).
+
     python bench/bench_rescan.py /tmp/telltale-bench-corpus/all-54/home [--runs 15]
                                  [--before-src /tmp/before/src] [--instructions]
+                                 [--one-new-line]
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -73,6 +80,23 @@ def scan_cpu(src: Path, home: Path, out: Path) -> float:
     return float(cpu)
 
 
+def _transcript(home: Path) -> Path:
+    """The largest Claude Code transcript of a tree (the one a new line is appended to)."""
+    found = sorted((home / ".claude" / "projects").rglob("*.jsonl"), key=lambda p: (-p.stat().st_size, str(p)))
+    if not found:
+        raise SystemExit(f"--one-new-line needs a Claude Code transcript under {home}/.claude/projects")
+    return found[0]
+
+
+def append_line(transcript: Path) -> None:
+    """Append a copy of the transcript's last record with a fresh ``uuid`` (a new message)."""
+    last = transcript.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    record = json.loads(last)
+    record["uuid"] = str(uuid.uuid4())
+    with transcript.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(record) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("home", type=Path)
@@ -80,6 +104,8 @@ def main() -> int:
     parser.add_argument("--before-src", type=Path, help="another checkout's src directory, run alternately")
     parser.add_argument("--instructions", action="store_true",
                         help="also count one re-scan's instructions per code (needs valgrind)")
+    parser.add_argument("--one-new-line", action="store_true",
+                        help="before each run append one message to a transcript (private copies of the tree)")
     args = parser.parse_args()
     if args.instructions and shutil.which("valgrind") is None:
         parser.error("--instructions needs valgrind on PATH (Debian package valgrind)")
@@ -89,16 +115,28 @@ def main() -> int:
     runs: dict[str, list[float]] = {name: [] for name in codes}
     with tempfile.TemporaryDirectory(prefix="telltale-bench-rescan-") as tmp:
         outs = {name: Path(tmp) / name for name in codes}
+        homes = {name: args.home for name in codes}
         for name, src in codes.items():
             outs[name].mkdir()
-            scan_cpu(src, args.home, outs[name])  # the cold scan that fills the state
+            if args.one_new_line:
+                homes[name] = outs[name] / "home"
+                shutil.copytree(args.home, homes[name], symlinks=True)
+            scan_cpu(src, homes[name], outs[name])  # the cold scan that fills the state
+
+        def scan(name: str, src: Path, count: bool = False) -> float:
+            if args.one_new_line:
+                append_line(_transcript(homes[name]))
+            if count:
+                return scan_instructions(src, homes[name], outs[name])
+            return scan_cpu(src, homes[name], outs[name])
+
         for _ in range(args.runs):
             for name, src in codes.items():
-                runs[name].append(scan_cpu(src, args.home, outs[name]))
-        counts = {name: scan_instructions(src, args.home, outs[name]) for name, src in codes.items()
-                  if args.instructions}
+                runs[name].append(scan(name, src))
+        counts = {name: scan(name, src, count=True) for name, src in codes.items() if args.instructions}
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"{args.home}: no-change re-scan, CPU of {args.runs} runs (load {load})")
+    what = "one new line" if args.one_new_line else "no-change re-scan"
+    print(f"{args.home}: {what}, CPU of {args.runs} runs (load {load})")
     for name, cpus in runs.items():
         print(f"  {name}: median {statistics.median(cpus):.3f}s, best {min(cpus):.3f}s, "
               f"worst {max(cpus):.3f}s" + (f", {counts[name] / 1e6:,.1f} M instructions" if counts else ""))

@@ -250,6 +250,7 @@ class _FieldIndex:
         self._use_scanner = False
         self._screen_ready = False
         self._open_memo: dict[frozenset[int], frozenset[int]] = {}
+        self._caseless: dict[str, int] = {}
 
     def atom(self, pattern: str, chunk_pattern: str | None = None, literal: Literal | None = None) -> int:
         """Index of ``pattern`` in this field's Set (added if new).
@@ -266,6 +267,14 @@ class _FieldIndex:
             self.chunk_patterns.append(pattern if chunk_pattern is None else chunk_pattern)
             self.literals.append(literal)
             self.by_pattern[pattern] = index
+        return index
+
+    def caseless_atom(self, literal: str) -> int:
+        """The atom of a literal a regex requires, in any case (memoised: the pack's regexes
+        require the same few hundred literals ~8,600 times, a third of building the engine)."""
+        index = self._caseless.get(literal)
+        if index is None:
+            index = self._caseless[literal] = self.atom(_caseless(literal), None, Literal(literal, True))
         return index
 
     def compile(self) -> None:
@@ -443,14 +452,13 @@ def _prefilter_atoms(index: _FieldIndex, pattern: str) -> tuple[int, ...]:
     literals = required_literals(pattern)
     if literals is None:
         return ()
-    return tuple(index.atom(_caseless(lit), None, Literal(lit, True)) for lit in sorted(literals))
+    atom = index.caseless_atom
+    return tuple(atom(lit) for lit in sorted(literals))
 
 
 def _factor_atoms(index: _FieldIndex, pattern: str) -> tuple[frozenset[int], ...]:
-    return tuple(
-        frozenset(index.atom(_caseless(lit), None, Literal(lit, True)) for lit in sorted(factor))
-        for factor in required_factors(pattern)
-    )
+    atom = index.caseless_atom
+    return tuple(frozenset(atom(lit) for lit in sorted(factor)) for factor in required_factors(pattern))
 
 
 def _cut(value: str) -> bytes:

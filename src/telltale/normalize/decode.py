@@ -14,13 +14,15 @@ import binascii
 import re
 import zlib
 
+from telltale import lazyre
+
 #: Characters a decoder may produce at most (one decoded payload).
 MAX_DECODED = 65_536
 
-_B64_CLEAN = re.compile(r"[\s]+")
-_B64_SHAPE = re.compile(r"\A[A-Za-z0-9+/_-]+={0,2}\Z")
-_HEX_CLEAN = re.compile(r"[\s:]+|\\x|0x")
-_HEX_SHAPE = re.compile(r"\A(?:[0-9A-Fa-f]{2})+\Z")
+_B64_CLEAN = lazyre.compile(r"[\s]+")
+_B64_SHAPE = lazyre.compile(r"\A[A-Za-z0-9+/_-]+={0,2}\Z")
+_HEX_CLEAN = lazyre.compile(r"[\s:]+|\\x|0x")
+_HEX_SHAPE = lazyre.compile(r"\A(?:[0-9A-Fa-f]{2})+\Z")
 _SIMPLE_ESCAPES = {
     "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
     "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
@@ -186,7 +188,7 @@ def tr(text: str, set1: str, set2: str) -> str | None:
     return text.translate(str.maketrans(a, b[: len(a)]))
 
 
-_PRINTF_SPEC = re.compile(r"%(?:%|[-+ #0]*\d*(?:\.\d+)?([sbdicxXouq]))")
+_PRINTF_SPEC = lazyre.compile(r"%(?:%|[-+ #0]*\d*(?:\.\d+)?([sbdicxXouq]))")
 
 
 def printf(fmt: str, args: list[str]) -> str:
@@ -224,19 +226,19 @@ def printf(fmt: str, args: list[str]) -> str:
 
 
 # Literals handed to a decoding call inside a script or one-liner.
-_CALL_B64 = re.compile(
+_CALL_B64 = lazyre.compile(
     r"(?i)(?:b64decode|b32decode|decodebytes|urlsafe_b64decode|atob|frombase64string|decode64|decode_base64|"
     r"unpack1?|base64[._]decode|buffer\.from)\s*\(?\s*\(?\s*[bu]?['\"]([A-Za-z0-9+/=_\-\s]{8,})['\"]"
 )
-_CALL_HEX = re.compile(
+_CALL_HEX = lazyre.compile(
     r"(?i)(?:fromhex|unhexlify|hex2bin|pack\(\s*['\"]H\*['\"]\s*,)\s*\(?\s*[bu]?['\"]([0-9a-fA-F\s]{8,})['\"]"
 )
-_CHAR_CODES = re.compile(
+_CHAR_CODES = lazyre.compile(
     r"(?i)(?:fromcharcode\s*\(|\[char\[\]\]\s*\(?|chr\s*\(\s*\d+\s*\)\s*(?:\.|\+|,)|bytes\s*\(\s*\[|join\s*\(\s*map\s*\(\s*chr\s*,\s*\[)"
     r"\s*((?:\d{2,3}\s*,\s*){3,}\d{2,3})"
 )
-_CHR_RUN = re.compile(r"(?i)(?:(?:\[char\]\s*|chr\s*\(\s*)(\d{2,3})\s*\)?\s*[+.,]?\s*){4,}")
-_CHR_ONE = re.compile(r"(?i)(?:\[char\]\s*|chr\s*\(\s*)(\d{2,3})")
+_CHR_RUN = lazyre.compile(r"(?i)(?:(?:\[char\]\s*|chr\s*\(\s*)(\d{2,3})\s*\)?\s*[+.,]?\s*){4,}")
+_CHR_ONE = lazyre.compile(r"(?i)(?:\[char\]\s*|chr\s*\(\s*)(\d{2,3})")
 
 
 def embedded_payloads(text: str, limit: int = 8) -> list[str]:

@@ -12,9 +12,9 @@ that both paths give the same facts on generated commands of the subset.
 
 from __future__ import annotations
 
-import re
-
 import msgspec
+
+from telltale import lazyre
 
 #: Words that start a compound command or a declaration: the full grammar reads them.
 _RESERVED = frozenset({
@@ -22,7 +22,7 @@ _RESERVED = frozenset({
     "function", "in", "[[", "]]", "[", "time", "coproc", "export", "declare", "typeset", "local", "readonly",
     "unset", "let", "!",
 })
-_ASSIGNMENT = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\+?=")
+_ASSIGNMENT = lazyre.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\+?=")
 
 
 class Stage(msgspec.Struct):
@@ -100,14 +100,14 @@ def lex(command: str) -> list[AndOr] | None:
     return statements
 
 
-_TOKEN = re.compile(
+_TOKEN = lazyre.compile(
     r"""(?P<blank>[ \t]+)"""
     r"""|(?P<redir>(?P<fd>\d*)(?P<rop>&>>|&>|>>|>&|>\||<>|<&|>|<))"""
     r"""|(?P<op>\n|&&|\|\||\|&|[|&;])"""
     r"""|(?P<word>(?:[^\s|&;<>'"$`\\(){}#!\r]+|'[^']*'|"[^"$`\\!]*")+)"""
 )
-_DUP_TARGET = re.compile(r"[ \t]*(\d+|-)(?=[\s|&;<>]|\Z)")
-_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+_DUP_TARGET = lazyre.compile(r"[ \t]*(\d+|-)(?=[\s|&;<>]|\Z)")
+_QUOTED = lazyre.compile(r"'([^']*)'|\"([^\"]*)\"")
 
 
 def _unquote(word: str) -> str:

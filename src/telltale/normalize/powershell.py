@@ -11,26 +11,27 @@ from __future__ import annotations
 
 import re
 
+from telltale import lazyre
 from telltale.normalize import decode
 
 _PS_PROGRAMS = frozenset({"powershell", "pwsh", "powershell_ise"})
 #: ``-EncodedCommand`` and every prefix PowerShell accepts for it (``-e``, ``-enc``, ``-ec``).
-_ENCODED_OPT = re.compile(
+_ENCODED_OPT = lazyre.compile(
     r"(?i)\A[-/]e(?:n(?:c(?:o(?:d(?:e(?:d(?:c(?:o(?:m(?:m(?:a(?:n(?:d)?)?)?)?)?)?)?)?)?)?)?)?|c)?\Z"
 )
-_COMMAND_OPT = re.compile(r"(?i)\A[-/]c(?:o(?:m(?:m(?:a(?:n(?:d)?)?)?)?)?)?\Z")
-_MARKERS = re.compile(
+_COMMAND_OPT = lazyre.compile(r"(?i)\A[-/]c(?:o(?:m(?:m(?:a(?:n(?:d)?)?)?)?)?)?\Z")
+_MARKERS = lazyre.compile(
     r"(?i)(\biex\b|invoke-expression|invoke-webrequest|\biwr\b|\birm\b|invoke-restmethod|downloadstring|"
     r"downloadfile|frombase64string|-enc(odedcommand)?\b|net\.webclient|start-process|\[char\]|`[a-z]|"
     r"['\"]\s*\+\s*['\"]|-join\b|\bset-content\b|\bget-content\b|\$env:)"
 )
-_TICK = re.compile(r"`(?=[A-Za-z0-9\-])")
-_CONCAT = re.compile(r"(['\"])([^'\"\n]*)\1\s*\+\s*(['\"])([^'\"\n]*)\3")
-_CHAR = re.compile(r"(?i)\[char\]\s*(0x[0-9a-f]+|\d{1,5})")
-_B64_CALL = re.compile(r"(?i)frombase64string\s*\(\s*['\"]([A-Za-z0-9+/=\s]{8,})['\"]\s*\)")
-_FORMAT = re.compile(r"(['\"])((?:[^'\"]*\{\d+\}[^'\"]*)+)\1\s*-f\s*((?:['\"][^'\"]*['\"]\s*,?\s*)+)", re.I)
+_TICK = lazyre.compile(r"`(?=[A-Za-z0-9\-])")
+_CONCAT = lazyre.compile(r"(['\"])([^'\"\n]*)\1\s*\+\s*(['\"])([^'\"\n]*)\3")
+_CHAR = lazyre.compile(r"(?i)\[char\]\s*(0x[0-9a-f]+|\d{1,5})")
+_B64_CALL = lazyre.compile(r"(?i)frombase64string\s*\(\s*['\"]([A-Za-z0-9+/=\s]{8,})['\"]\s*\)")
+_FORMAT = lazyre.compile(r"(['\"])((?:[^'\"]*\{\d+\}[^'\"]*)+)\1\s*-f\s*((?:['\"][^'\"]*['\"]\s*,?\s*)+)", re.I)
 _ALIASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(rf"(?i)(?<![\w-]){alias}(?![\w-])"), full)
+    (lazyre.compile(rf"(?i)(?<![\w-]){alias}(?![\w-])"), full)
     for alias, full in (
         ("iex", "Invoke-Expression"),
         ("iwr", "Invoke-WebRequest"),
@@ -42,8 +43,8 @@ _ALIASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ("ac", "Add-Content"),
     )
 )
-_ASSIGN = re.compile(r"\$(\w{1,64})\s*=\s*'([^'\n]{0,256})'\s*(?:;|\n|$)")
-_USE = re.compile(r"\$(\w{1,64})\b(?!\s*=)")
+_ASSIGN = lazyre.compile(r"\$(\w{1,64})\s*=\s*'([^'\n]{0,256})'\s*(?:;|\n|$)")
+_USE = lazyre.compile(r"\$(\w{1,64})\b(?!\s*=)")
 #: Rewrites of one text at most (each is a bounded regex pass).
 _MAX_ROUNDS = 16
 

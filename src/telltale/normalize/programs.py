@@ -10,7 +10,8 @@ spelled them.
 from __future__ import annotations
 
 import fnmatch
-import re
+
+from telltale import lazyre
 
 #: Programs a glob in a command name (``/???/b??h``, ``/usr/bin/w?et``) is resolved against.
 KNOWN_PROGRAMS: tuple[str, ...] = (
@@ -107,7 +108,7 @@ for _alias, _real in (("egrep", "grep"), ("fgrep", "grep"), ("zgrep", "grep"), (
                       ("tomlq", "yq"), ("xq", "yq"), ("less", "head"), ("more", "head")):
     _READER_VALUE_OPTS[_alias] = _READER_VALUE_OPTS[_real]
 
-_VALUE_EQ = re.compile(r"\A--?[A-Za-z][\w-]*=")
+_VALUE_EQ = lazyre.compile(r"\A--?[A-Za-z][\w-]*=")
 
 
 def program_name(word: str) -> str:
@@ -314,11 +315,11 @@ def file_effects(argv: list[str]) -> tuple[list[str], list[str]]:
     return reads, writes
 
 
-_CODE_READ = re.compile(
+_CODE_READ = lazyre.compile(
     r"(?i)(?:\bopen|readfilesync|readfile|read_text|read_bytes|file\.read|io\.read|file_get_contents|get-content|"
     r"\bslurp|\bfile\(|\bpath\()\s*\(?\s*[rbu]?['\"]([^'\"\n]{2,256})['\"]"
 )
-_CODE_WRITE = re.compile(
+_CODE_WRITE = lazyre.compile(
     r"(?i)(?:\bopen\s*\(\s*[rbu]?['\"]([^'\"\n]{2,256})['\"]\s*,\s*[rbu]?['\"][wax]|"
     r"(?:writefilesync|writefile|appendfilesync|appendfile|write_text|write_bytes|file_put_contents|set-content|"
     r"add-content|out-file)\s*\(?\s*(?:-path\s+)?['\"]([^'\"\n]{2,256})['\"])"

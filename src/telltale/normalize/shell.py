@@ -26,6 +26,7 @@ import msgspec
 import tree_sitter_bash
 from tree_sitter import Language, Parser
 
+from telltale import lazyre
 from telltale.normalize import decode
 from telltale.normalize.lexer import AndOr, lex
 from telltale.normalize.powershell import is_powershell_program, normalize_powershell, powershell_like
@@ -87,13 +88,13 @@ def _parser() -> Parser:
     return _PARSER
 
 
-_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
+_NAME = lazyre.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 #: Directories of installed programs: ``/usr/bin/curl`` is ``curl`` in argv; any other path
 #: (``./install.sh``, ``/tmp/x``) stays as written, since where it runs from matters.
-_STD_BIN = re.compile(
+_STD_BIN = lazyre.compile(
     r"\A(/usr)?(/local)?/s?bin/|\A/opt/homebrew/bin/|\A/snap/bin/|\A(?i:c:\\windows\\(system32|syswow64)\\)"
 )
-_EXPANSION = re.compile(
+_EXPANSION = lazyre.compile(
     r"\A\$\{(?P<bang>!)?(?P<name>[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])"
     r"(?:(?P<op>:?[-=+?])(?P<word>.*)|:(?P<off>-?\s*\d+)(?::(?P<len>\d+))?|(?P<sub>//?|/#|/%)(?P<pat>[^/]*)(?:/(?P<rep>.*))?"
     r"|(?P<case>\^\^|,,|\^|,|~~|~)|(?P<trim>##?|%%?)(?P<tpat>.*))?\}\Z",
@@ -108,12 +109,12 @@ def _decode_hint(text: str) -> bool:
     return any(part in low for part in _DECODE_PARTS) and _DECODE_HINT.search(text) is not None
 
 
-_DECODE_HINT = re.compile(
+_DECODE_HINT = lazyre.compile(
     r"(?i)(b64decode|atob|frombase64|decode64|decode_base64|base64|fromhex|unhexlify|fromcharcode|\[char\]|chr\s*\()"
 )
 _REDIRECT_WRITE = frozenset({">", ">>", "&>", "&>>", ">|", ">&"})
 _NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
-_SHELL_C = re.compile(r"\A-[a-zA-Z]*c[a-zA-Z]*\Z")
+_SHELL_C = lazyre.compile(r"\A-[a-zA-Z]*c[a-zA-Z]*\Z")
 _INTERP_CODE_OPT = frozenset({"-c", "-e", "-E", "-r", "--eval", "-p", "--print", "-x", "-Command", "-command", "-c:"})
 _UNKNOWN = object()
 
@@ -820,7 +821,7 @@ def _interpreter_code(args: list[str]) -> str | None:
     return None
 
 
-_SHELLISH = re.compile(r"(?i)\b(curl|wget|bash|sh|nc|ncat|chmod|rm|cat|echo|python3?|perl|sudo|crontab|export)\b")
+_SHELLISH = lazyre.compile(r"(?i)\b(curl|wget|bash|sh|nc|ncat|chmod|rm|cat|echo|python3?|perl|sudo|crontab|export)\b")
 
 
 def _looks_like_shell(text: str) -> bool:

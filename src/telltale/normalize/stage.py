@@ -10,11 +10,11 @@ Other observations pass through untouched (the same object).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
 import msgspec
 
+from telltale import lazyre
 from telltale.model import Family, Observation, Stage
 from telltale.normalize.shell import DEFAULT_BOUNDS, Bounds, ShellFacts, normalize_shell
 
@@ -23,14 +23,14 @@ _RESULT = Stage.RESULT
 
 #: Argument keys that carry content a file tool writes (any agent's spelling). A file tool
 #: whose adapter did not say its access writes when its arguments have one of them.
-_WRITE_KEYS = re.compile(
+_WRITE_KEYS = lazyre.compile(
     r'"(content|contents|new_string|newString|new_str|file_text|newText|new_content|new_source|patch|patchText|'
     r'edits|diff|text_to_insert|insert_text|code_edit|replacement|fileContent)"\s*:'
 )
 #: apply_patch headers (Codex, OpenCode and others use this patch format).
-_PATCH_FILE = re.compile(r"\*\*\* (?:Add|Update|Delete) File: ([^\n\"\\]+)|\*\*\* Move to: ([^\n\"\\]+)")
-_SCRIPT_PATH = re.compile(r"(?i)\.(sh|bash|zsh|ksh|command)$")
-_SHEBANG_SHELL = re.compile(r"\A#!\s*(/usr)?/bin/(env\s+)?(ba|z|k|da)?sh\b")
+_PATCH_FILE = lazyre.compile(r"\*\*\* (?:Add|Update|Delete) File: ([^\n\"\\]+)|\*\*\* Move to: ([^\n\"\\]+)")
+_SCRIPT_PATH = lazyre.compile(r"(?i)\.(sh|bash|zsh|ksh|command)$")
+_SHEBANG_SHELL = lazyre.compile(r"\A#!\s*(/usr)?/bin/(env\s+)?(ba|z|k|da)?sh\b")
 #: Written script bodies read at most (bytes of the arguments document decoded).
 SCRIPT_ARGUMENTS_LIMIT = 262_144
 _content_decoder = msgspec.json.Decoder()
