@@ -194,6 +194,36 @@ def test_wait_lock_runs_once_the_holder_is_done(tmp_path: Path) -> None:
     assert _record_ids(out / "e.jsonl")
 
 
+def test_a_source_written_while_the_scan_waits_for_the_lock_is_read(tmp_path: Path) -> None:
+    """Discovery lists (and ``lstat``s) the sources before the lock; a scan that had to wait
+    for it checks each source again, so what was written meanwhile is read now."""
+    home, out = tmp_path / "home", tmp_path / "out"
+    write_claude_session(home, "-work-p", "sess-1", 1)
+    run_cli(_scan_args(home, out), home)
+    before = _record_ids(out / "e.jsonl")
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with writer_lock(str(out / "s.sqlite"), "delivery run"):
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(5)
+    proc = _popen(home, _scan_args(home, out, "--wait-lock", "60"))
+    assert proc.stderr is not None
+    assert "waiting" in proc.stderr.readline()  # discovered, now waiting
+    write_claude_session(home, "-work-p", "sess-1", 1, start=1)  # the agent writes meanwhile
+    release.set()
+    code, stdout, _ = _finish(proc)
+    thread.join()
+    assert code == 0 and json.loads(stdout)["sources_scanned"] == 1, stdout
+    after = _record_ids(out / "e.jsonl")
+    assert len(after - before) >= 3  # the new turn's prompt, tool call and result at least
+    assert max(after.values()) == 1  # each record once
+
+
 def test_delivery_writers_take_the_lock(tmp_path: Path) -> None:
     home, out = tmp_path / "home", tmp_path / "out"
     write_claude_session(home, "-work-p", "sess-1", 1)

@@ -437,8 +437,10 @@ def state_lock(
     dry_run: bool = False,
     wait: float | None = 0.0,
     stop: Callable[[], bool] | None = None,
+    on_wait: Callable[[], None] | None = None,
 ) -> Iterator[None]:
-    """Hold the state's writer lock for one run (or one loop iteration); a dry run takes none."""
+    """Hold the state's writer lock for one run (or one loop iteration); a dry run takes none.
+    ``on_wait`` is called when another writer holds it and this run waits."""
     if dry_run:
         with state_errors(state_path):
             yield
@@ -448,6 +450,8 @@ def state_lock(
         who = holder.describe() if holder is not None else "another process"
         limit = "" if wait is None else f" (up to {wait:g}s)"
         print(f"telltale: state {state_path} is in use by {who}; waiting{limit}", file=sys.stderr, flush=True)
+        if on_wait is not None:
+            on_wait()
 
     with writer_lock(state_path, command, wait=wait, on_wait=waiting, stop=stop), state_errors(state_path):
         yield

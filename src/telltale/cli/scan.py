@@ -178,12 +178,17 @@ def _one_scan(
     discovery = checked_discovery(args, options)
     # ``--log-path -`` writes no state: like a dry run, it takes no lock.
     lockless = options.dry_run or is_stdout_log(args)
-    with state_lock(options.state_path, _command(args), dry_run=lockless, wait=wait, stop=stop_waiting):
-        return _locked_scan(args, options, detector, delivery, discovery, stop)
+    waited: list[bool] = []
+    with state_lock(options.state_path, _command(args), dry_run=lockless, wait=wait, stop=stop_waiting,
+                    on_wait=lambda: waited.append(True)):
+        # The walk's ``lstat``s stand for the scan's own unless it waited for another writer:
+        # a source may have changed meanwhile, so each is then ``stat``ed again.
+        return _locked_scan(args, options, detector, delivery, discovery, stop, listed=not waited)
 
 
 def _locked_scan(
-    args: argparse.Namespace, options: Any, detector: Any, delivery: Any, discovery: Any, stop: _Stop
+    args: argparse.Namespace, options: Any, detector: Any, delivery: Any, discovery: Any, stop: _Stop,
+    *, listed: bool = True,
 ) -> int:
     started = dt.datetime.now()
     for issue in discovery.errors:
@@ -206,12 +211,13 @@ def _locked_scan(
     if stop.event.is_set():
         scanner.stop_signal = signal.Signals(stop.signum or signal.SIGINT).name
         scanner.stop.set()
+    stats = discovery.stats if listed else None
     try:
         if progress is not None:
             with progress:
-                result = scanner.scan(discovery.sources, discovery_errors=errors, stats=discovery.stats)
+                result = scanner.scan(discovery.sources, discovery_errors=errors, stats=stats)
         else:
-            result = scanner.scan(discovery.sources, discovery_errors=errors, stats=discovery.stats)
+            result = scanner.scan(discovery.sources, discovery_errors=errors, stats=stats)
         delivered: dict[str, Any] = {}
         if options.remote_sinks and result.interrupted is None:
             from telltale.delivery import deliver_after_scan
