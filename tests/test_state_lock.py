@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -10,6 +11,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -168,11 +170,11 @@ def test_scan_with_the_lock_held_exits_75_naming_the_holder_and_writes_nothing(t
     assert _record_ids(out / "e.jsonl")
 
 
-def test_wait_lock_runs_once_the_holder_is_done(tmp_path: Path) -> None:
-    home, out = tmp_path / "home", tmp_path / "out"
-    write_claude_session(home, "-work-p", "sess-1", 2)
-    held = threading.Event()
-    release = threading.Event()
+@contextlib.contextmanager
+def _held_by_delivery(out: Path) -> Iterator[threading.Event]:
+    """The state's writer lock held by another thread ("delivery run") until the yielded
+    event is set (at the latest when the block ends)."""
+    held, release = threading.Event(), threading.Event()
 
     def hold() -> None:
         with writer_lock(str(out / "s.sqlite"), "delivery run"):
@@ -182,14 +184,24 @@ def test_wait_lock_runs_once_the_holder_is_done(tmp_path: Path) -> None:
     thread = threading.Thread(target=hold)
     thread.start()
     held.wait(5)
-    proc = _popen(home, _scan_args(home, out, "--wait-lock", "60"))
-    assert proc.stderr is not None
-    waiting = proc.stderr.readline()  # blocks until the scan reports whom it waits for
-    assert "telltale delivery run" in waiting and "waiting (up to 60s)" in waiting
-    assert proc.poll() is None
-    release.set()
-    code, _, _ = _finish(proc)
-    thread.join()
+    try:
+        yield release
+    finally:
+        release.set()
+        thread.join()
+
+
+def test_wait_lock_runs_once_the_holder_is_done(tmp_path: Path) -> None:
+    home, out = tmp_path / "home", tmp_path / "out"
+    write_claude_session(home, "-work-p", "sess-1", 2)
+    with _held_by_delivery(out) as release:
+        proc = _popen(home, _scan_args(home, out, "--wait-lock", "60"))
+        assert proc.stderr is not None
+        waiting = proc.stderr.readline()  # blocks until the scan reports whom it waits for
+        assert "telltale delivery run" in waiting and "waiting (up to 60s)" in waiting
+        assert proc.poll() is None
+        release.set()
+        code, _, _ = _finish(proc)
     assert code == 0
     assert _record_ids(out / "e.jsonl")
 
@@ -201,23 +213,13 @@ def test_a_source_written_while_the_scan_waits_for_the_lock_is_read(tmp_path: Pa
     write_claude_session(home, "-work-p", "sess-1", 1)
     run_cli(_scan_args(home, out), home)
     before = _record_ids(out / "e.jsonl")
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with writer_lock(str(out / "s.sqlite"), "delivery run"):
-            held.set()
-            release.wait(30)
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    held.wait(5)
-    proc = _popen(home, _scan_args(home, out, "--wait-lock", "60"))
-    assert proc.stderr is not None
-    assert "waiting" in proc.stderr.readline()  # discovered, now waiting
-    write_claude_session(home, "-work-p", "sess-1", 1, start=1)  # the agent writes meanwhile
-    release.set()
-    code, stdout, _ = _finish(proc)
-    thread.join()
+    with _held_by_delivery(out) as release:
+        proc = _popen(home, _scan_args(home, out, "--wait-lock", "60"))
+        assert proc.stderr is not None
+        assert "waiting" in proc.stderr.readline()  # discovered, now waiting
+        write_claude_session(home, "-work-p", "sess-1", 1, start=1)  # the agent writes meanwhile
+        release.set()
+        code, stdout, _ = _finish(proc)
     assert code == 0 and json.loads(stdout)["sources_scanned"] == 1, stdout
     after = _record_ids(out / "e.jsonl")
     assert len(after - before) >= 3  # the new turn's prompt, tool call and result at least
