@@ -270,8 +270,8 @@ class _FieldIndex:
         return index
 
     def caseless_atom(self, literal: str) -> int:
-        """The atom of a literal a regex requires, in any case (memoised: the pack's regexes
-        require the same few hundred literals ~8,600 times, a third of building the engine)."""
+        """The atom of a literal a regex requires, in any case (memoised per field: building
+        the default pack's engine asks 7,575 times for 2,938 atoms)."""
         index = self._caseless.get(literal)
         if index is None:
             index = self._caseless[literal] = self.atom(_caseless(literal), None, Literal(literal, True))

@@ -81,7 +81,7 @@ class SourceSpec(msgspec.Struct, frozen=True, kw_only=True):
     locator: str = ""
 
     def matches(self, name: str, parent: str | None = None) -> bool:
-        return _name_test(self.file_patterns, self.exclude_patterns, self.parent_dir)(name, parent)
+        return self.name_test()(name, parent)
 
     def name_test(self) -> Callable[[str, str | None], bool]:
         """``(name, parent directory name) -> bool``, as :meth:`matches`: for a walk that
