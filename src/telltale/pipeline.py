@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
-from telltale import faults
+from telltale import faults, utf8
 from telltale.errors import OutputError, SourceError, StateError, UnsupportedSource
 from telltale.events.envelope import ContentMode, base_event, path_hash, utc_now, with_user
 from telltale.events.health import (
@@ -473,7 +473,10 @@ class Scanner:
         """Read what changed in ``sources`` and emit it; ``stats`` are their ``lstat``s from
         discovery, just before (by path; a source without one is ``stat``ed here)."""
         try:
-            return self._scan(sources, discovery_errors, stats or {})
+            if self.detector is None:
+                return self._scan(sources, discovery_errors, stats or {})
+            with utf8.sharing():  # the event stage's encodings, reused by detection
+                return self._scan(sources, discovery_errors, stats or {})
         finally:
             self._close_pool()
             # On success everything is settled already; after an error, no write may still
@@ -965,8 +968,11 @@ class Scanner:
                 except Exception:  # a corrupt window only loses sequence memory
                     continue
         alerts = staged.alerts
-        for det in self.detector.evaluate(observations, staged_windows):
-            alerts.add(det)
+        try:
+            for det in self.detector.evaluate(observations, staged_windows):
+                alerts.add(det)
+        finally:
+            utf8.forget()
 
     def _alert_items(
         self, staged: _Window, staged_windows: dict[str, Any], report: SourceReport | None, user: str

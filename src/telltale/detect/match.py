@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import re2
 
+from telltale import utf8
 from telltale.detect import literal_scan
 from telltale.detect.fields import FIELD_GETTERS, FIELD_INDEX, KIND_FIELDS, MULTI_FIELDS, field_kind
 from telltale.detect.literal_scan import Literal
@@ -32,10 +33,6 @@ OPEN_MEMO = 4_096
 # Line anchors: in values joined by "\n" they hold wherever \A and \z held in one value.
 _LINE_START = "(?m:^)"
 _LINE_END = "(?m:$)"
-#: The UTF-8 of U+017F (long s) and U+212A (Kelvin sign): RE2 matches them for a caseless
-#: ``s``/``k``, the literal scanner does not (see :meth:`_FieldIndex._exact_scan`).
-_FOLDED_LONG_S = "\u017f".encode()
-_FOLDED_KELVIN = "\u212a".encode()
 
 Span = tuple[int, int]
 Searcher = Callable[[bytes], "Span | None"]
@@ -355,12 +352,18 @@ class _FieldIndex:
             if lit is None or pattern != (_caseless(lit.text) if lit.caseless else _escape(lit.text))
         )
         single = self.single
-        unicode = scanner.unicode
+        value = scanner.value
+
+        if not scanner.unicode:
+            ascii_only = value
+
+            def value(data: bytes) -> list[int] | None:
+                return ascii_only(data) if data.isascii() else None
 
         def match(data: bytes) -> list[int] | None:
-            if not data.isascii() and (not unicode or _FOLDED_LONG_S in data or _FOLDED_KELVIN in data):
+            found = value(data)
+            if found is None:
                 return set_match(data)
-            found = scanner(data)
             if anchored and not anchored.isdisjoint(found):
                 found = [i for i in found if i not in anchored or single(i)(data) is not None]
             return found or None
@@ -462,7 +465,15 @@ def _factor_atoms(index: _FieldIndex, pattern: str) -> tuple[frozenset[int], ...
 
 
 def _cut(value: str) -> bytes:
-    """The bytes of a field value that rules look at: at most FIELD_LIMIT, UTF-8."""
+    """The bytes of a field value that rules look at: at most FIELD_LIMIT, UTF-8 (the
+    event stage's encoding of the same string when it kept one: :mod:`telltale.utf8`).
+
+    The UTF-8 of the first FIELD_LIMIT characters is a prefix of the whole value's, at
+    least FIELD_LIMIT bytes long: both ways give the same bytes.
+    """
+    kept = utf8.encoded(value) if len(value) >= utf8.MIN_CHARS else None
+    if kept is not None:
+        return kept if len(kept) <= FIELD_LIMIT else kept[:FIELD_LIMIT]
     if len(value) > FIELD_LIMIT:
         value = value[:FIELD_LIMIT]
     data = value.encode("utf-8", "surrogatepass")

@@ -34,6 +34,7 @@ from typing import Any
 import msgspec
 import re2
 
+from telltale import utf8
 from telltale.events.secret_shapes import (
     CONTEXT_SHAPES,
     VENDOR_SHAPES,
@@ -72,8 +73,9 @@ def value_hash(value: str) -> str:
 
 
 def size_and_hash(value: str) -> tuple[int, str]:
-    """UTF-8 size and :func:`value_hash` of a value, encoding it once (long texts)."""
-    data = value.encode("utf-8", "surrogatepass")
+    """UTF-8 size and :func:`value_hash` of a value, encoding it once (long texts; detection
+    scans the same bytes, see :mod:`telltale.utf8`)."""
+    data = utf8.encode(value)
     digest = (_keyed or _keyed_state()).copy()
     digest.update(data)
     return len(data), digest.hexdigest()[:16]
