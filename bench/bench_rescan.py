@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -35,6 +34,9 @@ import uuid
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import instructions  # noqa: E402
 
 #: Spawns the scan and reports its CPU and exit code (its own rusage, not this script's).
 _WRAP = """
@@ -58,13 +60,7 @@ def _scan_env(src: Path, home: Path, out: Path) -> dict[str, str]:
 
 def scan_instructions(src: Path, home: Path, out: Path) -> int:
     """The instructions one ``scan --once`` executes (cachegrind's ``I refs``)."""
-    argv = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-            *_scan_argv(home, out)]
-    done = subprocess.run(argv, env=_scan_env(src, home, out), capture_output=True, text=True, check=False)
-    found = re.search(r"I\s+refs:\s+([0-9,]+)", done.stderr)
-    if done.returncode != 0 or found is None:
-        raise SystemExit(f"valgrind gave no instruction count (exit {done.returncode}): {done.stderr[-500:]}")
-    return int(found.group(1).replace(",", ""))
+    return instructions.count(_scan_argv(home, out), _scan_env(src, home, out))
 
 
 def scan_cpu(src: Path, home: Path, out: Path) -> float:
@@ -107,7 +103,7 @@ def main() -> int:
     parser.add_argument("--one-new-line", action="store_true",
                         help="before each run append one message to a transcript (private copies of the tree)")
     args = parser.parse_args()
-    if args.instructions and shutil.which("valgrind") is None:
+    if args.instructions and not instructions.available():
         parser.error("--instructions needs valgrind on PATH (Debian package valgrind)")
     codes = {"after": HERE.parent / "src"}
     if args.before_src:
