@@ -255,19 +255,20 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         them once (a session header), not on the tool calls that alerts anchor on."""
         contexts = self._contexts
         session_family = Family.SESSION
-        last: tuple[str, str, str | None, str | None, str | None] | None = None
+        last: tuple[str, str, dict[str, str], str | None, str | None] | None = None
         for obs in observations:
             if obs.session_id is None or (
                 obs.family is not session_family and obs.model is None and obs.provider is None
             ):
                 continue
-            version = agent_version_of(obs)
-            # The same session, version, model and provider as the observation before:
-            # nothing to learn (a batch is mostly one session's run of one model).
-            seen = (obs.client, obs.session_id, version, obs.model, obs.provider)
+            # The same session, attributes (the version is one), model and provider as the
+            # observation before: nothing to learn (a batch is mostly one session's run of
+            # one model).
+            seen = (obs.client, obs.session_id, obs.attributes, obs.model, obs.provider)
             if seen == last:
                 continue
             last = seen
+            version = agent_version_of(obs)
             key = f"{obs.client}:{obs.session_id}"
             ctx = contexts.get(key)
             if ctx is None:
