@@ -42,6 +42,16 @@ def test_a_kept_encoding_is_found_only_for_the_same_string_until_forgotten() -> 
     assert utf8._memo is None
 
 
+def test_a_scan_inside_another_leaves_the_outer_memo() -> None:
+    with utf8.sharing():
+        value = LONG + "\u00e9"
+        utf8.encode(value)
+        with utf8.sharing():
+            assert utf8.encoded(value) is not None
+        assert utf8.encoded(value) is not None
+    assert utf8._memo is None
+
+
 def test_what_is_kept_is_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(utf8, "LIMIT_BYTES", 3 * len(LONG))
     with utf8.sharing():

@@ -57,8 +57,12 @@ def forget() -> None:
 
 @contextmanager
 def sharing() -> Iterator[None]:
-    """Keep long values' UTF-8 between :func:`forget` calls, for the block (one scan)."""
+    """Keep long values' UTF-8 between :func:`forget` calls, for the block (one scan). A
+    block inside another (two scanners in one process) leaves the outer one's memo be."""
     global _memo, _kept
+    if _memo is not None:
+        yield
+        return
     _memo, _kept = {}, 0
     try:
         yield
