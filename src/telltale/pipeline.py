@@ -14,6 +14,7 @@ N's write returned; so at most one window is ever pending, as the state protocol
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
 import sys
@@ -473,9 +474,8 @@ class Scanner:
         """Read what changed in ``sources`` and emit it; ``stats`` are their ``lstat``s from
         discovery, just before (by path; a source without one is ``stat``ed here)."""
         try:
-            if self.detector is None:
-                return self._scan(sources, discovery_errors, stats or {})
-            with utf8.sharing():  # the event stage's encodings, reused by detection
+            # With detection, the event stage's encodings are kept for it (telltale.utf8).
+            with utf8.sharing() if self.detector is not None else contextlib.nullcontext():
                 return self._scan(sources, discovery_errors, stats or {})
         finally:
             self._close_pool()

@@ -165,8 +165,11 @@ class Scanner:
         return found
 
     def value(self, data: bytes) -> list[int] | None:
-        """The atoms in one value as it is (not folded); ``None`` when it holds a code point
-        RE2 folds to an ASCII letter, where only the RE2 Set's answer is exact."""
+        """The atoms in one value as it is (not folded); ``None`` where only the RE2 Set's
+        answer is exact: the value holds a code point RE2 folds to an ASCII letter, or it is
+        not ASCII and the scanner is not :attr:`unicode`."""
+        if not self.unicode and not data.isascii():
+            return None
         found = self._scan(data)
         if found and max(found) >= self.folds:
             return None

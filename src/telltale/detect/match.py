@@ -354,12 +354,6 @@ class _FieldIndex:
         single = self.single
         value = scanner.value
 
-        if not scanner.unicode:
-            ascii_only = value
-
-            def value(data: bytes) -> list[int] | None:
-                return ascii_only(data) if data.isascii() else None
-
         def match(data: bytes) -> list[int] | None:
             found = value(data)
             if found is None:
