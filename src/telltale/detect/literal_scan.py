@@ -48,10 +48,12 @@ _FOLD_BYTES = tuple(code_point.encode() for code_point, _letter in _ASCII_FOLDS)
 
 
 class Literal(NamedTuple):
-    """One atom as a literal: its text and whether it matches in any case."""
+    """One atom as a literal: its text and whether it matches in any case; or, with
+    ``expression``, a gate expression (:mod:`telltale.detect.gates`), matched multi-line."""
 
     text: str
     caseless: bool
+    expression: bool = False
 
 
 def enabled() -> bool:
@@ -62,12 +64,21 @@ def enabled() -> bool:
 def literal_bytes(literal: Literal) -> bytes:
     """The bytes Hyperscan looks for (a caseless literal with its ASCII-folding code points
     in ASCII form, as :func:`fold` leaves the text)."""
-    text = fold(literal.text) if literal.caseless else literal.text
+    text = fold(literal.text) if literal.caseless and not literal.expression else literal.text
     return text.encode("utf-8", "surrogatepass")
 
 
+def _expression(literal: Literal) -> bytes:
+    """The atom as a Hyperscan regex: a gate as it is, a literal byte by byte (``\\xHH``)."""
+    data = literal_bytes(literal)
+    if literal.expression:
+        return data
+    return b"".join(b"\\x%02x" % byte for byte in data)
+
+
 def _exact_beyond_ascii(literal: Literal) -> bool:
-    """Whether ASCII folding finds this literal wherever RE2 does, in any (folded) text."""
+    """Whether ASCII folding finds this literal wherever RE2 does, in any (folded) text
+    (a gate is ASCII, with no class that reads beyond it: :mod:`telltale.detect.gates`)."""
     if literal.text.isascii():
         return True
     if not literal.caseless:  # folded text has no long s or Kelvin sign left to match
@@ -103,24 +114,27 @@ def scanner(literals: Sequence[Literal | None]) -> Scanner | None:
     expressions: list[bytes] = []
     flags: list[int] = []
     unicode = True
+    # With a gate expression the database is compiled as regexes, each literal escaped.
+    regexes = any(literal is not None and literal.expression for literal in literals)
     for literal in literals:
         if literal is None or not literal.text:
             return None
-        data = literal_bytes(literal)
+        data = _expression(literal) if regexes else literal_bytes(literal)
         if b"\x00" in data:  # the binding passes literals as C strings: a NUL would end it
             return None
         expressions.append(data)
-        flags.append(_hs.HS_FLAG_SINGLEMATCH | (_hs.HS_FLAG_CASELESS if literal.caseless else 0))
+        flags.append(_hs.HS_FLAG_SINGLEMATCH | (_hs.HS_FLAG_CASELESS if literal.caseless else 0)
+                     | (_hs.HS_FLAG_MULTILINE if literal.expression else 0))
         unicode = unicode and _exact_beyond_ascii(literal)
     folds = len(expressions)
-    for data in _FOLD_BYTES:
-        expressions.append(data)
+    for code_point in _FOLD_BYTES:
+        expressions.append(_expression(Literal(code_point.decode(), False)) if regexes else code_point)
         flags.append(_hs.HS_FLAG_SINGLEMATCH)
 
     def build() -> Any:
         database = _hs.Database(mode=_hs.HS_MODE_BLOCK)
         ids = list(range(len(expressions)))
-        database.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags, literal=True)
+        database.compile(expressions=expressions, ids=ids, elements=len(ids), flags=flags, literal=not regexes)
         return database
 
     try:  # a database is serialised by Hyperscan itself into the rule-pack cache

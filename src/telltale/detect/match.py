@@ -19,8 +19,9 @@ import re2
 from telltale import utf8
 from telltale.detect import literal_scan
 from telltale.detect.fields import FIELD_GETTERS, FIELD_INDEX, KIND_FIELDS, MULTI_FIELDS, field_kind
+from telltale.detect.gates import proximity_gates
 from telltale.detect.literal_scan import Literal
-from telltale.detect.literals import required_factors, required_literals
+from telltale.detect.literals import MAX_FACTORS, required_factors, required_literals
 from telltale.detect.loader import MatcherDef, Rule, compile_rule_regex
 from telltale.model import Observation
 
@@ -148,8 +149,8 @@ class _Matcher:
         self.searchers: tuple[Searcher, ...] = ()
         # Per regex: the atoms one of which must hit for it to possibly match (or () = none).
         self.regex_atoms: tuple[tuple[int, ...], ...] = ()
-        # Per regex: atom sets of which each must have a hit for it to possibly match
-        # (literals.required_factors; the first is regex_atoms' set when there is one).
+        # Per regex: atom sets of which each must have a hit for it to possibly match: its
+        # gates (gates.proximity_gates, one atom each), then literals.required_factors.
         self.regex_factors: tuple[tuple[frozenset[int], ...], ...] = ()
         #: Per regex: (searcher, its factors); see :meth:`seal`.
         self.checks: tuple[tuple[Searcher, tuple[frozenset[int], ...]], ...] = ()
@@ -274,6 +275,12 @@ class _FieldIndex:
             index = self._caseless[literal] = self.atom(_caseless(literal), None, Literal(literal, True))
         return index
 
+    def gate_atom(self, gate: str, caseless: bool) -> int:
+        """The atom of a gate expression (:mod:`telltale.detect.gates`): its Set pattern is
+        the expression multi-line, in any case unless cased, the scanner's the same."""
+        pattern = f"(?m{'i' if caseless else ''}:{gate})"
+        return self.atom(pattern, None, Literal(gate, caseless, expression=True))
+
     def compile(self) -> None:
         # A field whose only selections are residual has no atoms but must still be
         # looked at: eagerness does not depend on having a Set.
@@ -349,7 +356,8 @@ class _FieldIndex:
         # An atom whose pattern is not its literal's own (escaped, maybe caseless) is anchored.
         anchored = frozenset(
             i for i, (pattern, lit) in enumerate(zip(self.patterns, self.literals, strict=True))
-            if lit is None or pattern != (_caseless(lit.text) if lit.caseless else _escape(lit.text))
+            if lit is None
+            or (not lit.expression and pattern != (_caseless(lit.text) if lit.caseless else _escape(lit.text)))
         )
         single = self.single
         value = scanner.value
@@ -546,7 +554,11 @@ class MatchMixin:
             out.patterns = tuple(values)
             out.searchers = tuple(_lazy_searcher(v, m.cased) for v in values)
             out.regex_atoms = tuple(_prefilter_atoms(fx, v) for v in values)
-            out.regex_factors = tuple(_factor_atoms(fx, v) for v in values)
+            out.regex_factors = tuple(
+                (*(frozenset((fx.gate_atom(g, not m.cased),)) for g in proximity_gates(v, m.cased)),
+                 *_factor_atoms(fx, v))[:MAX_FACTORS]
+                for v in values
+            )
         else:
             out.atoms = tuple(fx.atom(*_literal_pattern(v, m.op, m.cased, multi)) for v in m.values)
         out.seal()
