@@ -52,6 +52,7 @@ from telltale.detect.model import (
 )
 from telltale.detect.screen import CHUNK_VALUE_CHARS, ScreenMixin  # noqa: F401
 from telltale.detect.sequences import SequenceMixin
+from telltale.detect.snapshot import compile_rules
 from telltale.digest import blake2b
 from telltale.model import Family, Observation
 
@@ -118,12 +119,9 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
         self.allowlist = allowlist or Allowlist()
         self._fields: list[_FieldIndex | None] = [None] * len(FIELD_NAMES)
         self._rules: list[_Rule] = []
-        self._rules_by_id: dict[str, _Rule] = {}
         enabled = [r for r in ruleset.rules if r.spec.enabled]
-        for rule in enabled:
-            compiled = self._compile_rule(len(self._rules), rule)
-            self._rules.append(compiled)
-            self._rules_by_id[rule.spec.id] = compiled
+        compile_rules(self, enabled)  # from the rule-pack cache when it holds them
+        self._rules_by_id: dict[str, _Rule] = {r.id: r for r in self._rules}
         for fx in self._fields:
             if fx is not None:
                 fx.compile()

@@ -201,6 +201,20 @@ class _Matcher:
         return self.all
 
 
+def bare_matcher(m: MatcherDef) -> _Matcher:
+    """A matcher as its definition makes it, before its atoms are known (not sealed)."""
+    out = _Matcher(FIELD_INDEX[m.field], m.key)
+    out.all = m.all
+    if m.op == "re":
+        # On a list field ``^``/``$`` are line anchors: a regex holds for one item.
+        values = [f"(?m){v}" for v in m.values] if out.field in MULTI_FIELDS else list(m.values)
+        out.is_regex = True
+        out.cased = m.cased
+        out.patterns = tuple(values)
+        out.searchers = tuple(_lazy_searcher(v, m.cased) for v in values)
+    return out
+
+
 class _Rule(msgspec.Struct):
     index: int
     rule: Rule
@@ -243,6 +257,9 @@ class _FieldIndex:
         self.trigger_set: frozenset[int] = frozenset()
         #: Trigger atom -> (rule index, gate) of each selection it triggers (see :meth:`opened`).
         self.gated: dict[int, list[tuple[int, tuple[_Matcher, ...]]]] = {}
+        #: The same gates as (rule index, selection index, matcher positions), for the
+        #: compiled rules kept in the rule-pack cache (:mod:`telltale.detect.snapshot`).
+        self.gate_refs: dict[int, list[tuple[int, int, tuple[int, ...]]]] = {}
         self._single: dict[int, Searcher] = {}
         self._chunk_set: Any = None
         self._use_scanner = False
@@ -543,23 +560,16 @@ class MatchMixin:
 
     def _compile_matcher(self, m: MatcherDef) -> _Matcher:
         fx = self._index(m.field)
-        out = _Matcher(FIELD_INDEX[m.field], m.key)
-        out.all = m.all
-        multi = out.field in MULTI_FIELDS
-        if m.op == "re":
-            # On a list field ``^``/``$`` are line anchors: a regex holds for one item.
-            values = [f"(?m){v}" for v in m.values] if multi else list(m.values)
-            out.is_regex = True
-            out.cased = m.cased
-            out.patterns = tuple(values)
-            out.searchers = tuple(_lazy_searcher(v, m.cased) for v in values)
-            out.regex_atoms = tuple(_prefilter_atoms(fx, v) for v in values)
+        out = bare_matcher(m)
+        if out.is_regex:
+            out.regex_atoms = tuple(_prefilter_atoms(fx, v) for v in out.patterns)
             out.regex_factors = tuple(
                 (*(frozenset((fx.gate_atom(g, not m.cased),)) for g in proximity_gates(v, m.cased)),
                  *_factor_atoms(fx, v))[:MAX_FACTORS]
-                for v in values
+                for v in out.patterns
             )
         else:
+            multi = out.field in MULTI_FIELDS
             out.atoms = tuple(fx.atom(*_literal_pattern(v, m.op, m.cased, multi)) for v in m.values)
         out.seal()
         return out
@@ -567,7 +577,7 @@ class MatchMixin:
     def _compile_rule(self, index: int, rule: Rule) -> _Rule:
         selections = tuple(tuple(self._compile_matcher(m) for m in sel) for sel in rule.selections)
         filters = tuple(tuple(self._compile_matcher(m) for m in sel) for sel in rule.filters)
-        for sel in selections:
+        for position, sel in enumerate(selections):
             trigger = self._trigger(sel)
             if trigger is None:
                 fx = self._fields[sel[0].field]
@@ -578,12 +588,14 @@ class MatchMixin:
             fid, atoms = trigger
             fx = self._fields[fid]
             assert fx is not None
-            gate = tuple(m for m in sel if m.field == fid)
+            on_field = tuple(i for i, m in enumerate(sel) if m.field == fid)
+            gate = tuple(sel[i] for i in on_field)
             for atom in atoms:
                 bucket = fx.triggers.setdefault(atom, [])
                 if index not in bucket:
                     bucket.append(index)
                 fx.gated.setdefault(atom, []).append((index, gate))
+                fx.gate_refs.setdefault(atom, []).append((index, position, on_field))
         return _Rule(index, rule, selections, filters)
 
     def _trigger(self, sel: tuple[_Matcher, ...]) -> tuple[int, tuple[int, ...]] | None:
