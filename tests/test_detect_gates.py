@@ -13,14 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from telltale.detect.engine import DetectionEngine
-from telltale.detect.fields import FIELD_ATTRS, FIELD_NAMES
-from telltale.detect.gates import proximity_gates
+from telltale.detect.fields import FIELD_ATTRS, FIELD_NAMES, PROSE_FIELDS
+from telltale.detect.gates import regex_gates
 from telltale.detect.loader import compile_rule_regex
 from telltale.model import Family, Observation, Provenance, Stage
 
 
 def test_both_sides_of_a_gap_become_gates_with_re2s_whitespace_spelled_out() -> None:
-    gates = proximity_gates(r"(?s)(\bhey\s+(ai|agent)\b).{0,300}(\b(ignore|send)\s*(it|them)\b)", False)
+    gates = regex_gates(r"(?s)(\bhey\s+(ai|agent)\b).{0,300}(\b(ignore|send)\s*(it|them)\b)", False)
     assert gates == (r"(\bhey[\t\n\f\r ]+(ai|agent)\b)", r"(\b(ignore|send)[\t\n\f\r ]*(it|them)\b)")
 
 
@@ -31,7 +31,7 @@ def test_both_sides_of_a_gap_become_gates_with_re2s_whitespace_spelled_out() -> 
     r"(?-i)(curl).*(sh)",
 ])
 def test_no_gate_without_a_gap_or_with_flags_it_cannot_follow(pattern: str) -> None:
-    assert proximity_gates(pattern, False) == ()
+    assert regex_gates(pattern, False) == ()
 
 
 @pytest.mark.parametrize(("side", "gate"), [
@@ -56,12 +56,28 @@ def test_no_gate_without_a_gap_or_with_flags_it_cannot_follow(pattern: str) -> N
     (r"(^abc$)", True),
 ])
 def test_which_sides_are_gates(side: str, gate: bool) -> None:
-    assert bool(proximity_gates(side + r".{0,50}(zzz)", False)[:-1]) is gate
+    assert bool(regex_gates(side + r".{0,50}(zzz)", False)[:-1]) is gate
+
+
+@pytest.mark.parametrize(("pattern", "gates"), [
+    (r"\bdrop\s+(table|schema)\b", (r"(?:\bdrop[\t\n\f\r ]+(table|schema)\b)",)),
+    (r"ignore (all )?previous|disregard (the )?above", (r"(?:ignore (all )?previous|disregard (the )?above)",)),
+    (r"(abc|def)", (r"(abc|def)",)),
+    (r"(a|b)c", (r"(?:(a|b)c)",)),
+    (r"(?i)\bpassword\s*[:=]", (r"(?:\bpassword[\t\n\f\r ]*[:=])",)),
+    (r"token=\S+", ()),  # \S reads a code point
+    (r"x?", ()),
+    (r"(?s)(hey).{0,99}(send)", ("(hey)", "(send)")),  # a gap: its sides, as on any field
+])
+def test_on_prose_fields_a_regex_without_a_gap_is_its_own_gate(pattern: str, gates: tuple[str, ...]) -> None:
+    assert regex_gates(pattern, False, True) == gates
+    if "{0," not in pattern:
+        assert regex_gates(pattern, False) == ()  # not on the short fields
 
 
 def test_the_gate_keeps_the_rules_case() -> None:
-    assert proximity_gates(r"(Token)\s.*(Bearer)", True) == ("(Token)", "(Bearer)")
-    assert proximity_gates(r"(?i)(Token).*(Bearer)", True) == ("(Token)", "(Bearer)")
+    assert regex_gates(r"(Token)\s.*(Bearer)", True) == ("(Token)", "(Bearer)")
+    assert regex_gates(r"(?i)(Token).*(Bearer)", True) == ("(Token)", "(Bearer)")
 
 
 # -- the default pack: every gate, through the engine's per-value path ---------------------
@@ -79,11 +95,13 @@ def _gated() -> list[tuple[str, Any, int, Any]]:
                 fx = ENGINE._fields[m.field]
                 assert fx is not None
                 for pattern in m.patterns:
-                    for gate in proximity_gates(pattern, m.cased):
+                    for gate in regex_gates(pattern, m.cased, m.field in PROSE_FIELDS):
                         atom = fx.by_pattern[f"(?m{'' if m.cased else 'i'}:{gate})"]
-                        out.append((FIELD_ATTRS[m.field], fx, atom, compile_rule_regex(pattern, m.cased)))
+                        rx = compile_rule_regex(pattern, m.cased)
+                        out.append((FIELD_ATTRS[m.field], fx, atom, rx))
                         SAMPLES.extend(value for case in rule.rule.spec.tests.positive
-                                       if isinstance(value := getattr(case, FIELD_NAMES[m.field], None), str))
+                                       if isinstance(value := getattr(case, FIELD_NAMES[m.field], None), str)
+                                       and rx.search(value))
     return out
 
 
@@ -180,10 +198,10 @@ def test_gates_are_kept_in_the_rule_pack_cache(tmp_path: Any) -> None:
     expected = (r"(\bdear[\t\n\f\r ]+agent\b)", r"(\bsend\b)")
     with cache.using(str(tmp_path / "rules.cache")) as pack:
         assert pack is not None
-        assert proximity_gates.__wrapped__(pattern, False) == expected
+        assert regex_gates.__wrapped__(pattern, False) == expected
         assert pack.misses == 1
     with cache.using(str(tmp_path / "rules.cache")) as pack:
         assert pack is not None
-        assert proximity_gates.__wrapped__(pattern, False) == expected
+        assert regex_gates.__wrapped__(pattern, False) == expected
         assert (pack.hits, pack.misses) == (1, 0)
     assert re2.compile(r"(?mi:" + expected[0] + ")").search("Dear\tAgent")

@@ -1,4 +1,4 @@
-"""Gates for proximity regexes: the parts around a gap, each matched by the literal scanner.
+"""Gates for rule regexes: parts of a regex that the literal scanner can find itself.
 
 A rule regex of the shape ``(A).{0,300}(B)`` ("A, then B within 300 characters") is the
 costliest kind on long fields: its literal factors come from B's words (``api``, ``send``,
@@ -6,22 +6,27 @@ costliest kind on long fields: its literal factors come from B's words (``api``,
 Every match of the regex holds a match of ``A`` and of ``B``, so each side is a necessary
 condition, like a required literal: the engine adds it to the field's atoms as a *gate
 expression* and makes it one more factor of the regex (:mod:`telltale.detect.match`).
+On prose fields (tool results, messages: ``fields.PROSE_FIELDS``) a regex without a gap
+is its own gate: ``ignore (all )?(the )?previous instructions|…`` is opened by the word
+``ignore`` alone, in a fifth of the tool results, and matches in none. On the short
+fields (commands, paths, arguments) a whole-regex gate costs the scanner more than RE2's
+few bytes (measured: docs/performance.md, session 10).
 
 A gate must be found by the literal scanner (Hyperscan, byte mode, ASCII case folding)
 wherever the field's RE2 Set finds it; the engine's per-value answers are the Set's
-(``tests/test_detect_literal_scan.py``). So a side becomes a gate only when it is ASCII
+(``tests/test_detect_literal_scan.py``). So a part becomes a gate only when it is ASCII
 and has nothing whose meaning differs between the two engines:
 
 * no ``.`` and no negated class (RE2 reads a code point, Hyperscan in byte mode a byte);
 * ``\\d``, ``\\w``, ``\\b`` are ASCII in both; ``\\s`` is written out as RE2's own
   ``[\\t\\n\\f\\r ]`` (Hyperscan's also holds ``\\v``); ``\\S``, ``\\D``, ``\\W``, ``\\p``,
   ``\\A``, ``\\z``, hex and octal escapes, flag groups and counted repeats over
-  :data:`MAX_REPEAT` make the side no gate;
+  :data:`MAX_REPEAT` make the part no gate;
 * ``^`` and ``$`` are line anchors in the gate (both engines, multi-line): a superset of
   the regex's own anchors, which only makes the gate open more often, never less;
 * case folding beyond ASCII (U+017F, U+212A) is the scanner's existing fold check.
 
-A side that can match the empty text is no gate (it would always hold).
+A part that can match the empty text is no gate (it would always hold).
 """
 
 from __future__ import annotations
@@ -50,13 +55,14 @@ class _NoGate(Exception):
 
 
 @lru_cache(maxsize=1024)
-def proximity_gates(pattern: str, cased: bool) -> tuple[str, ...]:
-    """The gate expressions of ``pattern``: its top-level groups around a gap, written
-    for both engines (see the module docstring); ``()`` when it has no gap or no side
-    qualifies. Each one is to be matched multi-line, in any case unless ``cased``.
-    Kept in the rule-pack cache when one is active (the emptiness check compiles each)."""
-    key = cache.encode([pattern, cased])
-    return cache.cached("gates", key, lambda: _gates(pattern, cased), cache.encode, _decode)
+def regex_gates(pattern: str, cased: bool, whole: bool = False) -> tuple[str, ...]:
+    """The gate expressions of ``pattern``, written for both engines (see the module
+    docstring): its top-level groups around a gap; without a gap, with ``whole`` (a prose
+    field), the whole pattern; ``()`` when no part qualifies. Each one is to be matched
+    multi-line, in any case unless ``cased``. Kept in the rule-pack cache when one is
+    active (the emptiness check compiles each)."""
+    key = cache.encode([pattern, cased, whole])
+    return cache.cached("gates", key, lambda: _gates(pattern, cased, whole), cache.encode, _decode)
 
 
 def _decode(data: bytes) -> tuple[str, ...]:
@@ -66,29 +72,37 @@ def _decode(data: bytes) -> tuple[str, ...]:
 _gates_decoder = msgspec.msgpack.Decoder(list[str])
 
 
-def _gates(pattern: str, cased: bool) -> tuple[str, ...]:
+def _gates(pattern: str, cased: bool, whole: bool) -> tuple[str, ...]:
     body, flags = _leading_flags(pattern)
     if flags is None:
         return ()
     caseless = not cased or "i" in flags
     try:
-        items = _top_level(body)
+        items: list[str] | None = _top_level(body)
     except _NoGate:
-        return ()
-    if not any(_is_gap(item) for item in items):
-        return ()
+        items = None  # a top-level alternation: no sides to split
+    if items is None or not any(_is_gap(item) for item in items):
+        return _gate(body, caseless) if whole else ()
     out: list[str] = []
     for item in items:
         if not item.startswith("(") or item.endswith(("?", "*", "}")):
             continue  # a group that may be absent (or repeated from zero) is no condition
-        group = item[:-1] if item.endswith("+") else item
-        try:
-            gate = _written(group)
-        except _NoGate:
-            continue
-        if compile_rule_regex(gate, not caseless).search("") is None and gate not in out:
-            out.append(gate)
+        for gate in _gate(item[:-1] if item.endswith("+") else item, caseless):
+            if gate not in out:
+                out.append(gate)
     return tuple(out)
+
+
+def _gate(text: str, caseless: bool) -> tuple[str, ...]:
+    """``text`` as a gate, or ``()``: not one both engines read alike, or it may match the
+    empty text. A part that is not a group is wrapped in one (its alternation stays its own)."""
+    try:
+        gate = _written(text)
+    except _NoGate:
+        return ()
+    if not text.startswith("(") or _group_end(text, 0) != len(text):
+        gate = f"(?:{gate})"
+    return (gate,) if compile_rule_regex(gate, not caseless).search("") is None else ()
 
 
 def _leading_flags(pattern: str) -> tuple[str, str | None]:

@@ -18,8 +18,8 @@ import re2
 
 from telltale import utf8
 from telltale.detect import literal_scan
-from telltale.detect.fields import FIELD_GETTERS, FIELD_INDEX, KIND_FIELDS, MULTI_FIELDS, field_kind
-from telltale.detect.gates import proximity_gates
+from telltale.detect.fields import FIELD_GETTERS, FIELD_INDEX, KIND_FIELDS, MULTI_FIELDS, PROSE_FIELDS, field_kind
+from telltale.detect.gates import regex_gates
 from telltale.detect.literal_scan import Literal
 from telltale.detect.literals import MAX_FACTORS, required_factors, required_literals
 from telltale.detect.loader import MatcherDef, Rule, compile_rule_regex
@@ -150,7 +150,7 @@ class _Matcher:
         # Per regex: the atoms one of which must hit for it to possibly match (or () = none).
         self.regex_atoms: tuple[tuple[int, ...], ...] = ()
         # Per regex: atom sets of which each must have a hit for it to possibly match: its
-        # gates (gates.proximity_gates, one atom each), then literals.required_factors.
+        # gates (gates.regex_gates, one atom each), then literals.required_factors.
         self.regex_factors: tuple[tuple[frozenset[int], ...], ...] = ()
         #: Per regex: (searcher, its factors); see :meth:`seal`.
         self.checks: tuple[tuple[Searcher, tuple[frozenset[int], ...]], ...] = ()
@@ -562,9 +562,10 @@ class MatchMixin:
         fx = self._index(m.field)
         out = bare_matcher(m)
         if out.is_regex:
+            prose = out.field in PROSE_FIELDS
             out.regex_atoms = tuple(_prefilter_atoms(fx, v) for v in out.patterns)
             out.regex_factors = tuple(
-                (*(frozenset((fx.gate_atom(g, not m.cased),)) for g in proximity_gates(v, m.cased)),
+                (*(frozenset((fx.gate_atom(g, not m.cased),)) for g in regex_gates(v, m.cased, prose)),
                  *_factor_atoms(fx, v))[:MAX_FACTORS]
                 for v in out.patterns
             )
