@@ -39,7 +39,7 @@ FILE_NAME = "rules.cache"
 MAX_BYTES = 64 << 20
 _MAGIC = b"telltale-rules-cache-1\n"
 #: The modules whose output is cached: a change to any of them is a new cache.
-_CODE = ("loader.py", "literals.py", "literal_scan.py", "gates.py", "match.py", "snapshot.py", "model.py", "fields.py")
+_CODE = ("loader.py", "literals.py", "literal_scan.py", "guards.py", "match.py", "snapshot.py", "model.py", "fields.py")
 _LIBRARIES = ("telltale", "msgspec", "PyYAML", "hyperscan", "google-re2")
 #: Each library's module (its ``__version__``, or for google-re2 its extension's file).
 _MODULES = {"PyYAML": "yaml", "google-re2": "re2._re2"}

@@ -73,7 +73,7 @@ REQUEST_FIELDS = frozenset({"command", "arguments", "file_path", "url", "tool_na
 #: one item (equality, ``startswith``/``endswith`` and ``^``/``$`` work per line).
 MULTI_FIELDS = frozenset({PROGRAM, ARGV, PIPELINE, WRITTEN_PATH, READ_PATH})
 #: Prose and file content (tool results, messages): long values that RE2 reads whole, where
-#: a regex that Hyperscan can find is worth a gate of its own (detect/gates.py).
+#: a regex that Hyperscan can find is worth a guard of its own (detect/guards.py).
 PROSE_FIELDS = frozenset({TOOL_RESULT, USER_CONTEXT, ASSISTANT_CONTEXT, INJECTED_CONTEXT})
 #: Fields the normalisation stage derives: a test case gives the command or path, not them.
 DERIVED_FIELDS = frozenset({"command_normalized", "program", "argv", "pipeline", "written_path", "read_path"})

@@ -49,7 +49,7 @@ _FOLD_BYTES = tuple(code_point.encode() for code_point, _letter in _ASCII_FOLDS)
 
 class Literal(NamedTuple):
     """One atom as a literal: its text and whether it matches in any case; or, with
-    ``expression``, a gate expression (:mod:`telltale.detect.gates`), matched multi-line."""
+    ``expression``, a guard expression (:mod:`telltale.detect.guards`), matched multi-line."""
 
     text: str
     caseless: bool
@@ -69,7 +69,7 @@ def literal_bytes(literal: Literal) -> bytes:
 
 
 def _expression(literal: Literal) -> bytes:
-    """The atom as a Hyperscan regex: a gate as it is, a literal byte by byte (``\\xHH``)."""
+    """The atom as a Hyperscan regex: a guard as it is, a literal byte by byte (``\\xHH``)."""
     data = literal_bytes(literal)
     if literal.expression:
         return data
@@ -78,7 +78,7 @@ def _expression(literal: Literal) -> bytes:
 
 def _exact_beyond_ascii(literal: Literal) -> bool:
     """Whether ASCII folding finds this literal wherever RE2 does, in any (folded) text
-    (a gate is ASCII, with no class that reads beyond it: :mod:`telltale.detect.gates`)."""
+    (a guard is ASCII, with no class that reads beyond it: :mod:`telltale.detect.guards`)."""
     if literal.text.isascii():
         return True
     if not literal.caseless:  # folded text has no long s or Kelvin sign left to match
@@ -114,7 +114,7 @@ def scanner(literals: Sequence[Literal | None]) -> Scanner | None:
     expressions: list[bytes] = []
     flags: list[int] = []
     unicode = True
-    # With a gate expression the database is compiled as regexes, each literal escaped.
+    # With a guard expression the database is compiled as regexes, each literal escaped.
     regexes = any(literal is not None and literal.expression for literal in literals)
     for literal in literals:
         if literal is None or not literal.text:

@@ -19,7 +19,7 @@ import re2
 from telltale import utf8
 from telltale.detect import literal_scan
 from telltale.detect.fields import FIELD_GETTERS, FIELD_INDEX, KIND_FIELDS, MULTI_FIELDS, PROSE_FIELDS, field_kind
-from telltale.detect.gates import regex_gates
+from telltale.detect.guards import regex_guards
 from telltale.detect.literal_scan import Literal
 from telltale.detect.literals import MAX_FACTORS, required_factors, required_literals
 from telltale.detect.loader import MatcherDef, Rule, compile_rule_regex
@@ -150,7 +150,7 @@ class _Matcher:
         # Per regex: the atoms one of which must hit for it to possibly match (or () = none).
         self.regex_atoms: tuple[tuple[int, ...], ...] = ()
         # Per regex: atom sets of which each must have a hit for it to possibly match: its
-        # gates (gates.regex_gates, one atom each), then literals.required_factors.
+        # guards (guards.regex_guards, one atom each), then literals.required_factors.
         self.regex_factors: tuple[tuple[frozenset[int], ...], ...] = ()
         #: Per regex: (searcher, its factors); see :meth:`seal`.
         self.checks: tuple[tuple[Searcher, tuple[frozenset[int], ...]], ...] = ()
@@ -292,11 +292,11 @@ class _FieldIndex:
             index = self._caseless[literal] = self.atom(_caseless(literal), None, Literal(literal, True))
         return index
 
-    def gate_atom(self, gate: str, caseless: bool) -> int:
-        """The atom of a gate expression (:mod:`telltale.detect.gates`): its Set pattern is
+    def guard_atom(self, guard: str, caseless: bool) -> int:
+        """The atom of a guard expression (:mod:`telltale.detect.guards`): its Set pattern is
         the expression multi-line, in any case unless cased, the scanner's the same."""
-        pattern = f"(?m{'i' if caseless else ''}:{gate})"
-        return self.atom(pattern, None, Literal(gate, caseless, expression=True))
+        pattern = f"(?m{'i' if caseless else ''}:{guard})"
+        return self.atom(pattern, None, Literal(guard, caseless, expression=True))
 
     def compile(self) -> None:
         # A field whose only selections are residual has no atoms but must still be
@@ -565,7 +565,7 @@ class MatchMixin:
             prose = out.field in PROSE_FIELDS
             out.regex_atoms = tuple(_prefilter_atoms(fx, v) for v in out.patterns)
             out.regex_factors = tuple(
-                (*(frozenset((fx.gate_atom(g, not m.cased),)) for g in regex_gates(v, m.cased, prose)),
+                (*(frozenset((fx.guard_atom(g, not m.cased),)) for g in regex_guards(v, m.cased, prose)),
                  *_factor_atoms(fx, v))[:MAX_FACTORS]
                 for v in out.patterns
             )

@@ -1,32 +1,32 @@
-"""Gates for rule regexes: parts of a regex that the literal scanner can find itself.
+"""Guards for rule regexes: parts of a regex that the literal scanner can find itself.
 
 A rule regex of the shape ``(A).{0,300}(B)`` ("A, then B within 300 characters") is the
 costliest kind on long fields: its literal factors come from B's words (``api``, ``send``,
 ``never``), which open it for most tool results, and RE2 then reads the whole value.
 Every match of the regex holds a match of ``A`` and of ``B``, so each side is a necessary
-condition, like a required literal: the engine adds it to the field's atoms as a *gate
+condition, like a required literal: the engine adds it to the field's atoms as a *guard
 expression* and makes it one more factor of the regex (:mod:`telltale.detect.match`).
 On prose fields (tool results, messages: ``fields.PROSE_FIELDS``) a regex without a gap
-is its own gate: ``ignore (all )?(the )?previous instructions|…`` is opened by the word
+is its own guard: ``ignore (all )?(the )?previous instructions|…`` is opened by the word
 ``ignore`` alone, in a fifth of the tool results, and matches in none. On the short
-fields (commands, paths, arguments) a whole-regex gate costs the scanner more than RE2's
+fields (commands, paths, arguments) a whole-regex guard costs the scanner more than RE2's
 few bytes (measured: docs/performance.md, session 10).
 
-A gate must be found by the literal scanner (Hyperscan, byte mode, ASCII case folding)
+A guard must be found by the literal scanner (Hyperscan, byte mode, ASCII case folding)
 wherever the field's RE2 Set finds it; the engine's per-value answers are the Set's
-(``tests/test_detect_literal_scan.py``). So a part becomes a gate only when it is ASCII
+(``tests/test_detect_literal_scan.py``). So a part becomes a guard only when it is ASCII
 and has nothing whose meaning differs between the two engines:
 
 * no ``.`` and no negated class (RE2 reads a code point, Hyperscan in byte mode a byte);
 * ``\\d``, ``\\w``, ``\\b`` are ASCII in both; ``\\s`` is written out as RE2's own
   ``[\\t\\n\\f\\r ]`` (Hyperscan's also holds ``\\v``); ``\\S``, ``\\D``, ``\\W``, ``\\p``,
   ``\\A``, ``\\z``, hex and octal escapes, flag groups and counted repeats over
-  :data:`MAX_REPEAT` make the part no gate;
-* ``^`` and ``$`` are line anchors in the gate (both engines, multi-line): a superset of
-  the regex's own anchors, which only makes the gate open more often, never less;
+  :data:`MAX_REPEAT` make the part no guard;
+* ``^`` and ``$`` are line anchors in the guard (both engines, multi-line): a superset of
+  the regex's own anchors, which only makes the guard hold more often, never less;
 * case folding beyond ASCII (U+017F, U+212A) is the scanner's existing fold check.
 
-A part that can match the empty text is no gate (it would always hold).
+A part that can match the empty text is no guard (it would always hold).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from telltale.detect.loader import compile_rule_regex
 
 #: A gap: ``.`` repeated at least this many times at most (``.{0,N}``, ``.*``, ``.+``).
 GAP_MIN = 16
-#: Largest counted repeat kept in a gate (Hyperscan unrolls them).
+#: Largest counted repeat kept in a guard (Hyperscan unrolls them).
 MAX_REPEAT = 64
-#: Leading global flags a pattern may carry for its sides to be gates.
+#: Leading global flags a pattern may carry for its parts to be guards.
 _FLAGS = frozenset("ims")
 #: RE2's ``\s`` (Hyperscan's adds ``\v``), inside a class.
 _SPACE = r"\t\n\f\r "
@@ -50,64 +50,64 @@ _ESCAPES_KEPT = frozenset("bBdwntrfv")
 _QUANTIFIERS = frozenset("*+?{")
 
 
-class _NoGate(Exception):
-    """The text uses something a gate cannot hold."""
+class _NoGuard(Exception):
+    """The text uses something a guard cannot hold."""
 
 
 @lru_cache(maxsize=1024)
-def regex_gates(pattern: str, cased: bool, whole: bool = False) -> tuple[str, ...]:
-    """The gate expressions of ``pattern``, written for both engines (see the module
+def regex_guards(pattern: str, cased: bool, whole: bool = False) -> tuple[str, ...]:
+    """The guard expressions of ``pattern``, written for both engines (see the module
     docstring): its top-level groups around a gap; without a gap, with ``whole`` (a prose
     field), the whole pattern; ``()`` when no part qualifies. Each one is to be matched
     multi-line, in any case unless ``cased``. Kept in the rule-pack cache when one is
     active (the emptiness check compiles each)."""
     key = cache.encode([pattern, cased, whole])
-    return cache.cached("gates", key, lambda: _gates(pattern, cased, whole), cache.encode, _decode)
+    return cache.cached("guards", key, lambda: _guards(pattern, cased, whole), cache.encode, _decode)
 
 
 def _decode(data: bytes) -> tuple[str, ...]:
-    return tuple(_gates_decoder.decode(data))
+    return tuple(_guards_decoder.decode(data))
 
 
-_gates_decoder = msgspec.msgpack.Decoder(list[str])
+_guards_decoder = msgspec.msgpack.Decoder(list[str])
 
 
-def _gates(pattern: str, cased: bool, whole: bool) -> tuple[str, ...]:
+def _guards(pattern: str, cased: bool, whole: bool) -> tuple[str, ...]:
     body, flags = _leading_flags(pattern)
     if flags is None:
         return ()
     caseless = not cased or "i" in flags
     try:
         items: list[str] | None = _top_level(body)
-    except _NoGate:
+    except _NoGuard:
         items = None  # a top-level alternation: no sides to split
     if items is None or not any(_is_gap(item) for item in items):
-        return _gate(body, caseless) if whole else ()
+        return _guard(body, caseless) if whole else ()
     out: list[str] = []
     for item in items:
         if not item.startswith("(") or item.endswith(("?", "*", "}")):
             continue  # a group that may be absent (or repeated from zero) is no condition
-        for gate in _gate(item[:-1] if item.endswith("+") else item, caseless):
-            if gate not in out:
-                out.append(gate)
+        for guard in _guard(item[:-1] if item.endswith("+") else item, caseless):
+            if guard not in out:
+                out.append(guard)
     return tuple(out)
 
 
-def _gate(text: str, caseless: bool) -> tuple[str, ...]:
-    """``text`` as a gate, or ``()``: not one both engines read alike, or it may match the
+def _guard(text: str, caseless: bool) -> tuple[str, ...]:
+    """``text`` as a guard, or ``()``: not one both engines read alike, or it may match the
     empty text. A part that is not a group is wrapped in one (its alternation stays its own)."""
     try:
-        gate = _written(text)
-    except _NoGate:
+        guard = _written(text)
+    except _NoGuard:
         return ()
     if not text.startswith("(") or _group_end(text, 0) != len(text):
-        gate = f"(?:{gate})"
-    return (gate,) if compile_rule_regex(gate, not caseless).search("") is None else ()
+        guard = f"(?:{guard})"
+    return (guard,) if compile_rule_regex(guard, not caseless).search("") is None else ()
 
 
 def _leading_flags(pattern: str) -> tuple[str, str | None]:
     """The pattern without its leading ``(?flags)`` groups, and those flags (``None``:
-    flags a gate cannot follow)."""
+    flags a guard cannot follow)."""
     flags = ""
     while pattern.startswith("(?"):
         end = pattern.find(")")
@@ -123,14 +123,14 @@ def _leading_flags(pattern: str) -> tuple[str, str | None]:
 
 def _top_level(body: str) -> list[str]:
     """The items of a pattern's top-level sequence, each with its quantifier; raises
-    :class:`_NoGate` for a top-level alternation (no sequence to split)."""
+    :class:`_NoGuard` for a top-level alternation (no sequence to split)."""
     items: list[str] = []
     i = 0
     while i < len(body):
         start = i
         c = body[i]
         if c == "|":
-            raise _NoGate
+            raise _NoGuard
         if c == "(":
             i = _group_end(body, i)
         elif c == "[":
@@ -161,7 +161,7 @@ def _group_end(text: str, i: int) -> int:
             if depth == 0:
                 return i + 1
         i += 1
-    raise _NoGate
+    raise _NoGuard
 
 
 def _class_end(text: str, i: int) -> int:
@@ -177,7 +177,7 @@ def _class_end(text: str, i: int) -> int:
         if text[i] == "]":
             return i + 1
         i += 1
-    raise _NoGate
+    raise _NoGuard
 
 
 def _quantifier_end(text: str, i: int) -> int:
@@ -185,7 +185,7 @@ def _quantifier_end(text: str, i: int) -> int:
         if text[i] == "{":
             end = text.find("}", i)
             if end < 0:
-                raise _NoGate
+                raise _NoGuard
             i = end + 1
         else:
             i += 1
@@ -208,9 +208,9 @@ def _is_gap(item: str) -> bool:
 
 
 def _written(text: str) -> str:
-    """``text`` (a group) written for both engines, or :class:`_NoGate`."""
+    """``text`` (a group) written for both engines, or :class:`_NoGuard`."""
     if not text.isascii():
-        raise _NoGate
+        raise _NoGuard
     out: list[str] = []
     i = 0
     while i < len(text):
@@ -224,16 +224,16 @@ def _written(text: str) -> str:
             i = end
         elif c == "(":
             if text.startswith("(?", i) and not text.startswith("(?:", i):
-                raise _NoGate  # flags, names: not worth modelling
+                raise _NoGuard  # flags, names: not worth modelling
             out.append(c)
             i += 1
         elif c == ".":
-            raise _NoGate
+            raise _NoGuard
         elif c == "{":
             end = text.find("}", i)
             bounds = text[i + 1:end].split(",")
             if end < 0 or not all(b.isdigit() for b in bounds if b) or not bounds[-1] or int(bounds[-1]) > MAX_REPEAT:
-                raise _NoGate
+                raise _NoGuard
             out.append(text[i:end + 1])
             i = end + 1
         else:
@@ -249,16 +249,16 @@ def _escape(letter: str, *, in_class: bool) -> str:
         return "\\" + letter
     if letter and not letter.isalnum():
         return "\\" + letter  # an escaped punctuation character is itself
-    raise _NoGate
+    raise _NoGuard
 
 
 def _class(text: str) -> str:
     """An ASCII class written for both engines (``\\s`` spelled out); no negation."""
     if text.startswith("[^"):
-        raise _NoGate
+        raise _NoGuard
     body = text[1:-1]
     if "[:" in body:
-        raise _NoGate  # POSIX classes
+        raise _NoGuard  # POSIX classes
     out: list[str] = []
     i = 0
     while i < len(body):
