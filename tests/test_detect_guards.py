@@ -25,12 +25,12 @@ def test_both_sides_of_a_gap_become_guards_with_re2s_whitespace_spelled_out() ->
 
 
 @pytest.mark.parametrize("pattern", [
-    r"(curl|wget)\s+\S+",  # no gap
-    r"(a|b).*(c)|(d).*(e)",  # a top-level alternation: no sequence to split
+    r"(curl|wget)\s+\S+",  # no gap, and \S reads a code point
+    r"(a|b).*(c)|(d).*(e)",  # a top-level alternation (no sides), with dots
     r"(?x)(curl).*(sh)",  # free spacing
     r"(?-i)(curl).*(sh)",
 ])
-def test_no_guard_without_a_gap_or_with_flags_it_cannot_follow(pattern: str) -> None:
+def test_no_guard_where_the_engines_could_differ_or_with_flags_it_cannot_follow(pattern: str) -> None:
     assert regex_guards(pattern, False) == ()
 
 
@@ -67,12 +67,10 @@ def test_which_sides_are_guards(side: str, guard: bool) -> None:
     (r"(?i)\bpassword\s*[:=]", (r"(?:\bpassword[\t\n\f\r ]*[:=])",)),
     (r"token=\S+", ()),  # \S reads a code point
     (r"x?", ()),
-    (r"(?s)(hey).{0,99}(send)", ("(hey)", "(send)")),  # a gap: its sides, as on any field
+    (r"(?s)(hey).{0,99}(send)", ("(hey)", "(send)")),  # a gap: its sides
 ])
-def test_on_prose_fields_a_regex_without_a_gap_is_its_own_guard(pattern: str, guards: tuple[str, ...]) -> None:
-    assert regex_guards(pattern, False, True) == guards
-    if "{0," not in pattern:
-        assert regex_guards(pattern, False) == ()  # not on the short fields
+def test_a_regex_without_a_gap_is_its_own_guard(pattern: str, guards: tuple[str, ...]) -> None:
+    assert regex_guards(pattern, False) == guards
 
 
 def test_the_guard_keeps_the_rules_case() -> None:
@@ -95,7 +93,7 @@ def _guarded() -> list[tuple[str, Any, int, Any]]:
                 fx = ENGINE._fields[m.field]
                 assert fx is not None
                 for pattern in m.patterns:
-                    for guard in regex_guards(pattern, m.cased, m.field in PROSE_FIELDS):
+                    for guard in (regex_guards(pattern, m.cased) if m.field in PROSE_FIELDS else ()):
                         atom = fx.by_pattern[f"(?m{'' if m.cased else 'i'}:{guard})"]
                         rx = compile_rule_regex(pattern, m.cased)
                         out.append((FIELD_ATTRS[m.field], fx, atom, rx))
@@ -113,10 +111,12 @@ SEPARATORS = [" ", "  ", "-", "\n", "\t", "\v", "\r", "\f", ",", ":", ".", "!", 
 ODD = ["\u017f", "\u212a", "\u00e9", "\u0131", "\ud800", "\u00a0", "\u2028"]
 
 
-def test_the_default_pack_has_guards_on_its_long_text_fields() -> None:
-    fields = {field for field, *_ in GUARDED}
-    assert {"result", "text"} <= fields  # tool results, injected context
+def test_the_default_pack_has_guards_on_its_prose_fields_only() -> None:
+    assert {field for field, *_ in GUARDED} == {"result", "text"}  # tool results; messages
     assert all(fx.scanner is not None for _f, fx, _a, _rx in GUARDED)
+    for fid, fx in enumerate(ENGINE._fields):
+        if fx is not None and fid not in PROSE_FIELDS:
+            assert not any(lit is not None and lit.expression for lit in fx.literals), FIELD_NAMES[fid]
 
 
 @settings(max_examples=500, deadline=None)

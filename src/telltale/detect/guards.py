@@ -6,11 +6,11 @@ costliest kind on long fields: its literal factors come from B's words (``api``,
 Every match of the regex holds a match of ``A`` and of ``B``, so each side is a necessary
 condition, like a required literal: the engine adds it to the field's atoms as a *guard
 expression* and makes it one more factor of the regex (:mod:`telltale.detect.match`).
-On prose fields (tool results, messages: ``fields.PROSE_FIELDS``) a regex without a gap
-is its own guard: ``ignore (all )?(the )?previous instructions|…`` is opened by the word
-``ignore`` alone, in a fifth of the tool results, and matches in none. On the short
-fields (commands, paths, arguments) a whole-regex guard costs the scanner more than RE2's
-few bytes (measured: docs/performance.md, session 10).
+A regex without a gap is its own guard: ``ignore (all )?(the )?previous instructions|…``
+is opened by the word ``ignore`` alone, in a tenth of the tool results, and matches in
+none. The engine asks for guards on prose fields only (tool results, messages:
+``fields.PROSE_FIELDS``): on the short ones (commands, paths, arguments) they cost the
+scanner more than RE2's few bytes there (docs/performance.md, session 10).
 
 A guard must be found by the literal scanner (Hyperscan, byte mode, ASCII case folding)
 wherever the field's RE2 Set finds it; the engine's per-value answers are the Set's
@@ -55,14 +55,14 @@ class _NoGuard(Exception):
 
 
 @lru_cache(maxsize=1024)
-def regex_guards(pattern: str, cased: bool, whole: bool = False) -> tuple[str, ...]:
+def regex_guards(pattern: str, cased: bool) -> tuple[str, ...]:
     """The guard expressions of ``pattern``, written for both engines (see the module
-    docstring): its top-level groups around a gap; without a gap, with ``whole`` (a prose
-    field), the whole pattern; ``()`` when no part qualifies. Each one is to be matched
+    docstring): its top-level groups around a gap, or without a gap the whole pattern;
+    ``()`` when no part qualifies. Each one is to be matched
     multi-line, in any case unless ``cased``. Kept in the rule-pack cache when one is
     active (the emptiness check compiles each)."""
-    key = cache.encode([pattern, cased, whole])
-    return cache.cached("guards", key, lambda: _guards(pattern, cased, whole), cache.encode, _decode)
+    key = cache.encode([pattern, cased])
+    return cache.cached("guards", key, lambda: _guards(pattern, cased), cache.encode, _decode)
 
 
 def _decode(data: bytes) -> tuple[str, ...]:
@@ -72,7 +72,7 @@ def _decode(data: bytes) -> tuple[str, ...]:
 _guards_decoder = msgspec.msgpack.Decoder(list[str])
 
 
-def _guards(pattern: str, cased: bool, whole: bool) -> tuple[str, ...]:
+def _guards(pattern: str, cased: bool) -> tuple[str, ...]:
     body, flags = _leading_flags(pattern)
     if flags is None:
         return ()
@@ -82,7 +82,7 @@ def _guards(pattern: str, cased: bool, whole: bool) -> tuple[str, ...]:
     except _NoGuard:
         items = None  # a top-level alternation: no sides to split
     if items is None or not any(_is_gap(item) for item in items):
-        return _guard(body, caseless) if whole else ()
+        return _guard(body, caseless)
     out: list[str] = []
     for item in items:
         if not item.startswith("(") or item.endswith(("?", "*", "}")):

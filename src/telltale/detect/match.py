@@ -562,10 +562,12 @@ class MatchMixin:
         fx = self._index(m.field)
         out = bare_matcher(m)
         if out.is_regex:
+            # Guards only on prose fields: on the short ones the scanner paid more for them
+            # than RE2 saved (docs/performance.md, session 10).
             prose = out.field in PROSE_FIELDS
             out.regex_atoms = tuple(_prefilter_atoms(fx, v) for v in out.patterns)
             out.regex_factors = tuple(
-                (*(frozenset((fx.guard_atom(g, not m.cased),)) for g in regex_guards(v, m.cased, prose)),
+                (*(frozenset((fx.guard_atom(g, not m.cased),)) for g in (regex_guards(v, m.cased) if prose else ())),
                  *_factor_atoms(fx, v))[:MAX_FACTORS]
                 for v in out.patterns
             )
