@@ -44,6 +44,8 @@ def test_no_guard_where_the_engines_could_differ_or_with_flags_it_cannot_follow(
     (r"(?i:abc)", False),  # a flag group
     (r"(?P<n>abc)", False),
     (r"(ab{1,100})", False),  # a repeat Hyperscan would unroll
+    (r"(ab{2,})", False),
+    (r"(ab{,5})", False),  # a literal "{,5}" to RE2
     (r"(abc)?", False),  # may be absent: no condition
     (r"(abc)*", False),
     (r"(a?)", False),  # matches the empty text

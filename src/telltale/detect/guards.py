@@ -232,8 +232,9 @@ def _written(text: str) -> str:
         elif c == "{":
             end = text.find("}", i)
             bounds = text[i + 1:end].split(",")
-            if end < 0 or not all(b.isdigit() for b in bounds if b) or not bounds[-1] or int(bounds[-1]) > MAX_REPEAT:
-                raise _NoGuard
+            if (end < 0 or not bounds[0] or not all(b.isdigit() for b in bounds if b) or not bounds[-1]
+                    or int(bounds[-1]) > MAX_REPEAT):
+                raise _NoGuard  # "{,n}" is a literal to RE2; an open or long repeat is unrolled
             out.append(text[i:end + 1])
             i = end + 1
         else:
