@@ -21,7 +21,7 @@ from telltale.detect import literal_scan
 from telltale.detect.fields import FIELD_GETTERS, FIELD_INDEX, KIND_FIELDS, MULTI_FIELDS, PROSE_FIELDS, field_kind
 from telltale.detect.guards import regex_guards
 from telltale.detect.literal_scan import Literal
-from telltale.detect.literals import MAX_FACTORS, required_factors, required_literals
+from telltale.detect.literals import required_factors, required_literals
 from telltale.detect.loader import MatcherDef, Rule, compile_rule_regex
 from telltale.model import Observation
 
@@ -150,7 +150,7 @@ class _Matcher:
         # Per regex: the atoms one of which must hit for it to possibly match (or () = none).
         self.regex_atoms: tuple[tuple[int, ...], ...] = ()
         # Per regex: atom sets of which each must have a hit for it to possibly match: its
-        # guards (guards.regex_guards, one atom each), then literals.required_factors.
+        # guards (guards.regex_guards, one atom each), or else literals.required_factors.
         self.regex_factors: tuple[tuple[frozenset[int], ...], ...] = ()
         #: Per regex: (searcher, its factors); see :meth:`seal`.
         self.checks: tuple[tuple[Searcher, tuple[frozenset[int], ...]], ...] = ()
@@ -563,13 +563,17 @@ class MatchMixin:
         out = bare_matcher(m)
         if out.is_regex:
             # Guards only on prose fields: on the short ones the scanner paid more for them
-            # than RE2 saved (docs/performance.md, session 10).
+            # than RE2 saved (docs/performance.md, session 10). A guarded regex is triggered
+            # by its first guard and its factors are its guards: its required literals (the
+            # weak words the guards stand in for) are not even looked for.
             prose = out.field in PROSE_FIELDS
-            out.regex_atoms = tuple(_prefilter_atoms(fx, v) for v in out.patterns)
-            out.regex_factors = tuple(
-                (*(frozenset((fx.guard_atom(g, not m.cased),)) for g in (regex_guards(v, m.cased) if prose else ())),
-                 *_factor_atoms(fx, v))[:MAX_FACTORS]
+            guarded = [
+                (v, tuple(fx.guard_atom(g, not m.cased) for g in (regex_guards(v, m.cased) if prose else ())))
                 for v in out.patterns
+            ]
+            out.regex_atoms = tuple(g[:1] if g else _prefilter_atoms(fx, v) for v, g in guarded)
+            out.regex_factors = tuple(
+                tuple(frozenset((a,)) for a in g) if g else _factor_atoms(fx, v) for v, g in guarded
             )
         else:
             multi = out.field in MULTI_FIELDS
