@@ -78,6 +78,33 @@ def test_the_compiled_rules_come_from_the_cache_as_the_same_indexes(tmp_path: Pa
     assert [d.rule_id for d in second.evaluate(observations, {})] == found
 
 
+def test_compiled_rules_that_do_not_fit_the_rules_are_compiled_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verified entry whose data does not fit the rules (one rule short, an atom or a rule
+    out of range) is not trusted: the engine compiles, with no traceback."""
+    path = tmp_path / "rules.cache"
+    first, _ = _build(path)
+    good = snapshot.export(first)
+    for damaged in (
+        snapshot.Compiled(good.fields, good.rules[:-1]),
+        snapshot.Compiled(good.fields, [([[snapshot._MatcherData(atoms=(10**6,))]] * len(good.rules[0][0]), []),
+                                        *good.rules[1:]]),
+        snapshot.Compiled([*good.fields[:5], snapshot._FieldData([], [], [], {0: [10**6]}, [], {}), *good.fields[6:]],
+                          good.rules),
+    ):
+        class Decoder:
+            @staticmethod
+            def decode(_data: bytes, damaged: snapshot.Compiled = damaged) -> snapshot.Compiled:
+                return damaged
+
+        monkeypatch.setattr(snapshot, "_decoder", Decoder())
+        engine, read = _build(path)
+        assert any(name.startswith("compiled:") for name in read._used)
+        assert snapshot.export(engine) == good
+        assert all(r.passed for r in run_cases(engine))
+
+
 def test_a_damaged_cache_is_rebuilt_not_trusted(tmp_path: Path) -> None:
     path = tmp_path / "rules.cache"
     _build(path)

@@ -58,9 +58,9 @@ class _NoGuard(Exception):
 def regex_guards(pattern: str, cased: bool) -> tuple[str, ...]:
     """The guard expressions of ``pattern``, written for both engines (see the module
     docstring): its top-level groups around a gap, or without a gap the whole pattern;
-    ``()`` when no part qualifies. Each one is to be matched
-    multi-line, in any case unless ``cased``. Kept in the rule-pack cache when one is
-    active (the emptiness check compiles each)."""
+    ``()`` when no part qualifies. Each one is to be matched multi-line, in any case
+    unless ``cased``. Kept in the rule-pack cache when one is active (the emptiness check
+    compiles each)."""
     key = cache.encode([pattern, cased])
     return cache.cached("guards", key, lambda: _guards(pattern, cased), cache.encode, _decode)
 

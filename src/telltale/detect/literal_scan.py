@@ -69,10 +69,13 @@ def literal_bytes(literal: Literal) -> bytes:
 
 
 def _expression(literal: Literal) -> bytes:
-    """The atom as a Hyperscan regex: a guard as it is, a literal byte by byte (``\\xHH``)."""
+    """The atom as a Hyperscan regex: a guard as it is, a literal byte by byte."""
     data = literal_bytes(literal)
-    if literal.expression:
-        return data
+    return data if literal.expression else _escaped(data)
+
+
+def _escaped(data: bytes) -> bytes:
+    """``data`` as a Hyperscan regex that matches exactly it (``\\xHH`` each byte)."""
     return b"".join(b"\\x%02x" % byte for byte in data)
 
 
@@ -128,7 +131,7 @@ def scanner(literals: Sequence[Literal | None]) -> Scanner | None:
         unicode = unicode and _exact_beyond_ascii(literal)
     folds = len(expressions)
     for code_point in _FOLD_BYTES:
-        expressions.append(_expression(Literal(code_point.decode(), False)) if regexes else code_point)
+        expressions.append(_escaped(code_point) if regexes else code_point)
         flags.append(_hs.HS_FLAG_SINGLEMATCH)
 
     def build() -> Any:

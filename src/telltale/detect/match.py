@@ -255,11 +255,13 @@ class _FieldIndex:
         self.eager = False
         #: The keys of ``triggers``, as a set (set after ``compile``).
         self.trigger_set: frozenset[int] = frozenset()
-        #: Trigger atom -> (rule index, gate) of each selection it triggers (see :meth:`opened`).
-        self.gated: dict[int, list[tuple[int, tuple[_Matcher, ...]]]] = {}
-        #: The same gates as (rule index, selection index, matcher positions), for the
-        #: compiled rules kept in the rule-pack cache (:mod:`telltale.detect.snapshot`).
+        #: Trigger atom -> (rule index, selection index, positions of the selection's matchers
+        #: on this field) of each selection it triggers: what compiling records, and what the
+        #: rule-pack cache keeps (:mod:`telltale.detect.snapshot`).
         self.gate_refs: dict[int, list[tuple[int, int, tuple[int, ...]]]] = {}
+        #: The same as (rule index, gate matchers), built from ``gate_refs`` and the rules by
+        #: ``snapshot`` (see :meth:`opened`).
+        self.gated: dict[int, list[tuple[int, tuple[_Matcher, ...]]]] = {}
         self._single: dict[int, Searcher] = {}
         self._chunk_set: Any = None
         self._use_scanner = False
@@ -596,12 +598,10 @@ class MatchMixin:
             fx = self._fields[fid]
             assert fx is not None
             on_field = tuple(i for i, m in enumerate(sel) if m.field == fid)
-            gate = tuple(sel[i] for i in on_field)
             for atom in atoms:
                 bucket = fx.triggers.setdefault(atom, [])
                 if index not in bucket:
                     bucket.append(index)
-                fx.gated.setdefault(atom, []).append((index, gate))
                 fx.gate_refs.setdefault(atom, []).append((index, position, on_field))
         return _Rule(index, rule, selections, filters)
 
