@@ -51,6 +51,7 @@ from telltale.index.documents import event_id_of
 from telltale.index.upkeep import index_window
 from telltale.model import Observation, Quarantine
 from telltale.prepared import Prepared, prepare
+from telltale.readahead import AHEAD_BYTES, ReadAhead
 from telltale.readers.jsonl import Restart, decode_cursor, encode_cursor
 from telltale.sinks.jsonl import JsonlSink
 from telltale.sources.base import AcquireContext, HistoryMode, SourceHealth
@@ -148,6 +149,9 @@ class ScanOptions(msgspec.Struct):
     jobs: int = 1
     #: Unread bytes of the changed sources from which the worker processes are used.
     pool_min_bytes: int = POOL_MIN_BYTES
+    #: Bytes of small changed sources read ahead of the one being written (0: none; see
+    #: :mod:`telltale.readahead`).
+    read_ahead_bytes: int = AHEAD_BYTES
     #: (home, account) of every home a system-profile run covers: whose a store that is gone
     #: was (``source_removed`` carries the account, as the store's other events did).
     account_homes: tuple[tuple[str, str], ...] = ()
@@ -307,6 +311,10 @@ def _count(values: Iterable[str]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+#: Stores that are databases (their WAL is part of what changes).
+_DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3", ".vscdb")
+
+
 def stat_fingerprint(source: Source, listed: tuple[int, int, int, int] | None = None) -> str | None:
     """Cheap change check: identity, size and mtime of the store (and its WAL).
 
@@ -320,7 +328,7 @@ def stat_fingerprint(source: Source, listed: tuple[int, int, int, int] | None = 
         listed = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     device, inode, size, mtime_ns = listed
     fp = f"{device}:{inode}:{size}:{mtime_ns}"  # as earlier versions wrote it: no re-read on upgrade
-    if source.kind.endswith(".sqlite") or source.path.endswith((".db", ".sqlite", ".sqlite3", ".vscdb")):
+    if source.kind.endswith(".sqlite") or source.path.endswith(_DATABASE_SUFFIXES):
         try:
             wal = os.stat(source.path + "-wal", follow_symlinks=False)
             fp += f":{wal.st_ino}:{wal.st_size}:{wal.st_mtime_ns}"
@@ -421,6 +429,7 @@ class Scanner:
         self._writer: ThreadPoolExecutor | None = None
         #: ``--jobs N``: the worker processes reading this scan's changed sources, if started.
         self._pool: ReadPool | None = None
+        self._ahead: ReadAhead | None = None
         #: The window being written: its write, its intent, and what its commit also does.
         self._inflight: tuple[Future[int], PendingWindow, Callable[[Any], None]] | None = None
         #: Detection windows staged during this scan but perhaps not committed yet (newest
@@ -479,6 +488,7 @@ class Scanner:
                 return self._scan(sources, discovery_errors, stats or {})
         finally:
             self._close_pool()
+            self._ahead = None  # sources read ahead of an interrupted scan are let go
             # On success everything is settled already; after an error, no write may still
             # run when the caller moves on (a pending window is finished by ``recover``).
             self._drain()
@@ -526,6 +536,7 @@ class Scanner:
         fps, reads = self._plan(selected, use_cursors, fingerprints, removed, stats)
         pool = self._start_pool(selected, reads, ctx)
         workers = pool.size if pool is not None else 0
+        ahead = self._ahead = None if pool is not None else self._read_ahead(selected, reads, stats, ctx)
         for index, source in enumerate(selected):
             if stop.is_set():
                 interrupted_at = index
@@ -561,7 +572,7 @@ class Scanner:
             overflow = _QuarantineOverflow()  # quarantines past the first ones, counted
             try:
                 batches = (pool.batches(index, stop.is_set) if pool is not None and pool.reads(index)
-                           else self._read_here(source, cursor, ctx))
+                           else ahead.batches(index) if ahead is not None else self._read_here(source, cursor, ctx))
                 for prepared in batches:
                     batch = prepared.batch
                     faults.hit("batch")
@@ -891,6 +902,36 @@ class Scanner:
         for batch in adapter.acquire(source, cursor, ctx):
             yield prepare(batch, content, source.user, encode=encode)
 
+    def _read_ahead(
+        self, selected: Sequence[Source], reads: Mapping[int, tuple[bytes | None, bool]],
+        stats: Mapping[str, tuple[int, int, int, int]], ctx: AcquireContext,
+    ) -> ReadAhead | None:
+        """Small changed sources read a few at a time (see :mod:`telltale.readahead`), by
+        their size (discovery's ``lstat``, else a ``stat``) less a JSONL cursor's offset;
+        a database (its WAL is not in that size) is read as it is written."""
+        if len(reads) < 2 or self.options.read_ahead_bytes <= 0:
+            return None
+        sizes: dict[int, int] = {}
+        for index, (cursor, _restored) in reads.items():
+            source = selected[index]
+            if source.kind.endswith(".sqlite") or source.path.endswith(_DATABASE_SUFFIXES):
+                continue
+            listed = stats.get(source.path)
+            if listed is not None:
+                size = listed[2]
+            else:
+                try:
+                    size = os.stat(source.path).st_size
+                except OSError:
+                    continue  # gone: its reading reports it
+            prior = decode_cursor(cursor)
+            sizes[index] = max(size - prior.offset, 0) if prior is not None else size
+
+        def read(index: int) -> Iterator[Prepared]:
+            return self._read_here(selected[index], reads[index][0], ctx)
+
+        return ReadAhead(read, sorted(reads), sizes, self.stop.is_set, ahead_bytes=self.options.read_ahead_bytes)
+
     def _plan(
         self, selected: Sequence[Source], use_cursors: bool, fingerprints: Mapping[str, str],
         removed: Mapping[str, bytes], stats: Mapping[str, tuple[int, int, int, int]],
@@ -972,7 +1013,8 @@ class Scanner:
             for det in self.detector.evaluate(observations, staged_windows):
                 alerts.add(det)
         finally:
-            utf8.forget()
+            if self._ahead is None or not self._ahead.pending:  # their encodings are kept for them
+                utf8.forget()
 
     def _alert_items(
         self, staged: _Window, staged_windows: dict[str, Any], report: SourceReport | None, user: str
