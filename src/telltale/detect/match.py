@@ -378,14 +378,14 @@ class _FieldIndex:
             if lit is None
             or (not lit.expression and pattern != (_caseless(lit.text) if lit.caseless else _escape(lit.text)))
         )
+        exact = scanner.exact(set_match)
+        if not anchored:
+            return exact
         single = self.single
-        value = scanner.value
 
         def match(data: bytes) -> list[int] | None:
-            found = value(data)
-            if found is None:
-                return set_match(data)
-            if anchored and not anchored.isdisjoint(found):
+            found = exact(data)
+            if found and not anchored.isdisjoint(found):
                 found = [i for i in found if i not in anchored or single(i)(data) is not None]
             return found or None
 
