@@ -485,3 +485,33 @@ def test_fast_and_public_re2_paths_agree() -> None:
     public = engine_module._public_searcher(rx)
     for data in (b"aabbbc", b"xx", b"", "é bbc".encode()):
         assert fast(data) == public(data)
+
+
+TRIGGER_RULES = """
+rules:
+  - id: t.mcp_write
+    title: an MCP file written with a server entry
+    category: persistence
+    score: 50
+    match:
+      - written_path|re: '(^|/)(mcp|mcp_config|mcp-config)\\.json$'
+        arguments|re: '(servers|command|url)"?\\s*:'
+"""
+
+
+def test_a_selection_is_opened_by_its_rarest_literals_not_the_fewest() -> None:
+    """The arguments' ``url``/``command`` are in nearly every tool request; the path's
+    ``mcp.json`` in almost none: the selection is opened by the path, so an ordinary shell
+    call is no candidate (the probe finds nothing), and the rule still matches."""
+    ruleset = load_rule_text(TRIGGER_RULES, "t.yaml")
+    assert ruleset.errors == []
+    engine = DetectionEngine(ruleset)
+    shell = case_observations([StepCase(command="ls", arguments='{"command":"ls"}')], "s")[0]
+    written = case_observations([StepCase(file_path="/w/.vscode/mcp.json", tool_name="Write", file_access="write",
+                                          arguments='{"file_path":"/w/.vscode/mcp.json","content":"servers: {}"}')],
+                                "s")[0]
+    from telltale.detect.fields import field_kind
+
+    assert engine._probe(shell, field_kind(shell)) is None
+    assert engine.match_ids(written) == ["t.mcp_write"]
+    assert engine.match_ids(shell) == []

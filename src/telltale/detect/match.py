@@ -606,8 +606,11 @@ class MatchMixin:
         return _Rule(index, rule, selections, filters)
 
     def _trigger(self, sel: tuple[_Matcher, ...]) -> tuple[int, tuple[int, ...]] | None:
-        """The atoms that must hit for a selection to possibly match (fewest, strongest)."""
+        """The atoms that must hit for a selection to possibly match: of each matcher's, those
+        least likely to hit (:meth:`_hit_odds`), so that a selection on a written path and on
+        the arguments is opened by the path's ``mcp.json``, not by the arguments' ``url``."""
         best: tuple[int, tuple[int, ...]] | None = None
+        best_odds = 0.0
         for m in sel:
             if not m.is_regex:
                 atoms = m.atoms[:1] if m.all else m.atoms
@@ -620,9 +623,23 @@ class MatchMixin:
                 if not all(m.regex_atoms):
                     continue
                 atoms = tuple(a for pre in m.regex_atoms for a in pre)
-            if best is None or len(atoms) < len(best[1]):
-                best = (m.field, atoms)
+            odds = self._hit_odds(m.field, atoms)
+            if best is None or odds < best_odds:
+                best, best_odds = (m.field, atoms), odds
         return best
+
+    def _hit_odds(self, field: int, atoms: tuple[int, ...]) -> float:
+        """A rough weight of how often one of ``atoms`` hits: each literal counts
+        ``2 ** -length`` (a three-letter word is in most long values, a twelve-letter one in
+        few); a guard or an atom that is no literal counts as a literal of eight."""
+        fx = self._fields[field]
+        assert fx is not None
+        odds = 0.0
+        for atom in atoms:
+            literal = fx.literals[atom]
+            length = 8 if literal is None or literal.expression else min(len(literal.text), 16)
+            odds += 2.0 ** -length
+        return odds
 
     # ------------------------------------------------------------------ matching
 
