@@ -256,3 +256,21 @@ def test_a_field_with_a_scanner_compiles_no_re2_set_for_plain_values() -> None:
     engine.evaluate([case_observation({"tool_result": "\u212aey ordinary"}, session_id="s", client="claude",
                                       sequence=9, occurred_at=None)], {})  # a Kelvin sign: RE2 decides
     assert any(fx._set is not None for fx in scanned)
+
+
+@pytest.mark.parametrize("positional", [True, False])
+def test_the_per_value_scan_answers_alike_by_position_and_by_keyword(
+    monkeypatch: pytest.MonkeyPatch, positional: bool
+) -> None:
+    """``Database.scan`` is called by position where the binding takes (data, handler, flags,
+    context, scratch), else by keyword: the same atoms, folds and fallbacks either way."""
+    assert literal_scan._positional()  # the binding this suite runs with takes them by position
+    monkeypatch.setattr(literal_scan, "_positional", lambda: positional)
+    found = scanner([Literal("secret", True), Literal("tok", False), Literal("café", True)])
+    assert found is not None
+    exact = found.exact(lambda data: [99])
+    assert exact(b"a SECRET tok") == [0, 1]
+    assert exact(b"nothing here") is None
+    assert exact("a \u017fecret".encode()) == [99]  # a long s: the Set's answer
+    assert exact("CAFÉ".encode()) == [99]  # not ASCII, a caseless non-ASCII atom: the Set's
+    assert sorted(found(b"secret tok")) == [0, 1]

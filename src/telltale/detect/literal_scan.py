@@ -28,6 +28,7 @@ is linear in the input either way.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -171,7 +172,10 @@ class Scanner:
             scratch = self._local.scratch = _hs.Scratch(self._database)
         found: list[int] = []
         # SINGLEMATCH: each literal is reported once per call, however often it occurs.
-        self._database.scan(data, match_event_handler=_on_match, context=found, scratch=scratch)
+        if _positional():
+            self._database.scan(data, _on_match, 0, found, scratch)
+        else:
+            self._database.scan(data, match_event_handler=_on_match, context=found, scratch=scratch)
         return found
 
     def __call__(self, data: bytes) -> list[int]:
@@ -187,6 +191,16 @@ class Scanner:
         folds to an ASCII letter, or it is not ASCII and the scanner is not :attr:`unicode`.
         One function (one Python frame): the per-value path calls it ~20,000 times in a
         cold scan of the Claude tree."""
+        if not _positional():
+            scan_one = self._scan
+
+            def match_slowly(data: bytes) -> list[int] | None:
+                if not self.unicode and not data.isascii():
+                    return fallback(data)
+                found = scan_one(data)
+                return fallback(data) if found and max(found) >= self.folds else found or None
+
+            return match_slowly
         database, local, scan = self._database, self._local, self._database.scan
         unicode, folds = self.unicode, self.folds
 
@@ -197,12 +211,28 @@ class Scanner:
             if scratch is None:
                 scratch = local.scratch = _hs.Scratch(database)
             found: list[int] = []
-            scan(data, match_event_handler=_on_match, context=found, scratch=scratch)
+            scan(data, _on_match, 0, found, scratch)
             if found and max(found) >= folds:
                 return fallback(data)
             return found or None
 
         return match
+
+
+@functools.cache
+def _positional() -> bool:
+    """Whether the binding's ``Database.scan`` takes ``(data, match_event_handler, flags,
+    context, scratch)`` by position, as hyperscan 0.7 does: parsing them as keywords cost
+    ~1 us a call (84 M of 1,236 M instructions evaluating the Claude tree's batches).
+    Checked once on a database of one literal; any other answer keeps the keywords."""
+    try:
+        database = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+        database.compile(expressions=[b"ab"], ids=[7], elements=1, flags=[_hs.HS_FLAG_SINGLEMATCH], literal=True)
+        found: list[int] = []
+        database.scan(b"xaby", _on_match, 0, found, _hs.Scratch(database))
+    except Exception:  # a binding with another order or signature
+        return False
+    return found == [7]
 
 
 def _on_match(index: int, _start: int, _end: int, _flags: int, found: list[int]) -> None:
