@@ -94,3 +94,42 @@ def test_only_the_shipped_pack_is_deferred(tmp_path: Path) -> None:
     broken.write_text("rules:\n  - {id: own.y, title: t, category: test, score: 10, match: {nope: xyz}}\n")
     with pytest.raises(UsageError):  # an error in the user's rules is reported before any scan
         load_detector(_args(rules=[str(broken)]))
+
+
+def test_an_engine_built_for_good_is_frozen_out_of_the_collector(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While an engine is built no cyclic collection runs; a scan's engine (it lives as long
+    as the process) then leaves the collector's generations, a watch's (rules reloaded,
+    engines dropped) does not: a frozen cycle would never be freed."""
+    import gc
+
+    from telltale.detect import lazy
+
+    collections: list[str] = []
+    building = [False]
+
+    def on_gc(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start" and building[0]:
+            collections.append(phase)
+
+    def build() -> object:
+        building[0] = True
+        for _ in range(50_000):  # far past the young generation's threshold
+            cycle: list[object] = []
+            cycle.append(cycle)
+        building[0] = False
+        return object()
+
+    gc.callbacks.append(on_gc)
+    try:
+        before = gc.get_freeze_count()
+        assert LazyDetector(build).prepare() is not None
+        assert gc.get_freeze_count() == before and gc.isenabled()
+        assert LazyDetector(build, for_good=True).prepare() is not None
+        assert gc.get_freeze_count() > before and gc.isenabled()
+    finally:
+        gc.callbacks.remove(on_gc)
+        gc.unfreeze()
+    assert collections == []
+    with pytest.raises(RuntimeError), lazy.building(for_good=False):
+        raise RuntimeError("a failed build")
+    assert gc.isenabled()

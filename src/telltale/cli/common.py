@@ -244,7 +244,10 @@ def load_pack(args: argparse.Namespace) -> Any:
     return pack
 
 
-def load_detector(args: argparse.Namespace) -> Detector | None:
+def load_detector(args: argparse.Namespace, *, for_good: bool = False) -> Detector | None:
+    """The scan's detector (``None``: ``--no-detect``); ``for_good``: it lives as long as
+    the process (a scan, not a watch that reloads its rules), so the collector may leave
+    its objects alone once built (``detect.lazy.building``)."""
     if getattr(args, "no_detect", False):
         return None
     # The compiled pack is cached beside the state (not in a dry run: it writes nothing).
@@ -260,13 +263,14 @@ def load_detector(args: argparse.Namespace) -> Detector | None:
             with cache.using(_pack_cache_path(args)):  # the state's directory exists by now
                 return DetectionEngine.load()
 
-        return LazyDetector(build)
+        return LazyDetector(build, for_good=for_good)
     from telltale.detect import cache
     from telltale.detect.engine import DetectionEngine
+    from telltale.detect.lazy import building
 
     # Local rules, tuning or allowlists: built now, so an error in them stops the run before
     # anything is scanned.
-    with cache.using(_pack_cache_path(args)):
+    with cache.using(_pack_cache_path(args)), building(for_good=for_good):
         engine = DetectionEngine.from_pack(load_pack(args))
     # Without a rule the engine could only walk every batch for nothing.
     return None if engine.empty else engine

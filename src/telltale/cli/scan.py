@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         scan_duration_threshold_seconds=args.scan_duration_threshold_seconds,
     )
     _warn_history_into_log(args, options.log_path)
-    detector = load_detector(args)
+    detector = load_detector(args, for_good=True)  # one detector for every scan of this process
     stop = _Stop()
     stop.install()
     iteration = 0

@@ -10,24 +10,48 @@ error in them is reported at once (see ``cli.common.load_detector``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping, Sequence
+import contextlib
+import gc
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 
 from telltale.model import Observation
 
 
+@contextlib.contextmanager
+def building(*, for_good: bool) -> Iterator[None]:
+    """No cyclic collection while an engine is built (it allocates tens of thousands of
+    objects and frees few: the collections it set off walked them for nothing); with
+    ``for_good``, everything then alive leaves the collector's generations (``gc.freeze``,
+    as the CLI does after start-up), so a scan's later collections never walk the engine.
+    Only for an engine that lives as long as the process: a frozen cycle is never
+    collected, so a watch that reloads its rules must not freeze the engines it drops."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if for_good:
+            gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 class LazyDetector:
     """A detector that builds its engine the first time it is needed."""
 
-    def __init__(self, build: Callable[[], Any]) -> None:
+    def __init__(self, build: Callable[[], Any], *, for_good: bool = False) -> None:
         self._build = build
         self._engine: Any = None
+        #: The engine lives as long as the process (see :func:`building`).
+        self._for_good = for_good
 
     def prepare(self) -> Any:
         """Build the engine now (the pipeline calls this before reading a changed source,
         outside any one source's error handling: a failure here is the scan's)."""
         if self._engine is None:
-            self._engine = self._build()
+            with building(for_good=self._for_good):
+                self._engine = self._build()
         return self._engine
 
     @property
