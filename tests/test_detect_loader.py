@@ -222,3 +222,11 @@ def test_selection_without_literal_is_a_warning_not_an_error() -> None:
     assert warning.level == "warning" and warning.field == "match[0]" and str(warning).startswith("warning: ")
     engine = DetectionEngine(ruleset)
     assert engine.residual_rules() == ["bad.rule"]
+
+
+def test_the_default_pack_read_from_its_directory_is_what_importlib_resources_reads() -> None:
+    from telltale.detect import loader
+
+    texts = loader.default_rule_texts()
+    assert texts == loader._resource_rule_texts()
+    assert len(texts) >= 10 and all(name.startswith(f"{loader.DEFAULT_PACK}/") for name, _ in texts)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 
 from scan_helpers import run_cli
@@ -60,6 +62,7 @@ def test_the_compiled_rules_come_from_the_cache_as_the_same_indexes(tmp_path: Pa
             assert a is b
             continue
         assert (a.eager, a.trigger_set, a.residual, a.literals) == (b.eager, b.trigger_set, b.residual, b.literals)
+        assert (a.scan_plan(), a.anchored()) == (b.scan_plan(), b.anchored())
         assert {k: [(i, [m.key for m in g]) for i, g in v] for k, v in a.gated.items()} == {
             k: [(i, [m.key for m in g]) for i, g in v] for k, v in b.gated.items()}
     for ra, rb in zip(first._rules, second._rules, strict=True):
@@ -78,6 +81,20 @@ def test_the_compiled_rules_come_from_the_cache_as_the_same_indexes(tmp_path: Pa
     assert [d.rule_id for d in second.evaluate(observations, {})] == found
 
 
+def _field_replaced(good: snapshot.Compiled, fid: int, **changes: Any) -> snapshot.Compiled:
+    field = good.fields[fid]
+    assert field is not None
+    return snapshot.Compiled([*good.fields[:fid], msgspec.structs.replace(field, **changes), *good.fields[fid + 1:]],
+                             good.rules)
+
+
+def _plan_cut(good: snapshot.Compiled, fid: int) -> Any:
+    field = good.fields[fid]
+    assert field is not None and field.scan_plan is not None
+    plan = field.scan_plan
+    return msgspec.structs.replace(plan, expressions=plan.expressions[1:], flags=plan.flags[1:], folds=plan.folds - 1)
+
+
 def test_compiled_rules_that_do_not_fit_the_rules_are_compiled_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -90,8 +107,10 @@ def test_compiled_rules_that_do_not_fit_the_rules_are_compiled_again(
         snapshot.Compiled(good.fields, good.rules[:-1]),
         snapshot.Compiled(good.fields, [([[snapshot._MatcherData(atoms=(10**6,))]] * len(good.rules[0][0]), []),
                                         *good.rules[1:]]),
-        snapshot.Compiled([*good.fields[:5], snapshot._FieldData([], [], [], {0: [10**6]}, [], {}), *good.fields[6:]],
-                          good.rules),
+        snapshot.Compiled([*good.fields[:5], snapshot._FieldData([], [], [], {0: [10**6]}, [], {}, None, []),
+                           *good.fields[6:]], good.rules),
+        _field_replaced(good, 5, anchored=[10**6]),  # an anchored atom out of range
+        _field_replaced(good, 5, scan_plan=_plan_cut(good, 5)),  # a plan for fewer atoms than the field has
     ):
         class Decoder:
             @staticmethod

@@ -29,10 +29,13 @@ is linear in the input either way.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
+
+import msgspec
 
 from telltale.detect import cache
 
@@ -102,18 +105,33 @@ def fold(text: str) -> str:
     return text
 
 
-def scanner(literals: Sequence[Literal | None]) -> Scanner | None:
-    """A scanner of these literals (``found`` are their indices, each once per call).
+class ScanPlan(msgspec.Struct, array_like=True, frozen=True):
+    """What a field's scanner is compiled from: its expressions and flags (the literals,
+    then the fold sentinels), whether they are regexes, whether the scanner is
+    :attr:`Scanner.unicode`, and the SHA-256 of the expressions and flags that names the
+    database in the rule-pack cache. Kept with the compiled rules (``detect/snapshot.py``):
+    working them out from ~2,500 literals again took ~8 ms a scan."""
+
+    expressions: list[bytes]
+    flags: list[int]
+    regexes: bool
+    unicode: bool
+    folds: int
+    key: bytes
+
+
+def plan(literals: Sequence[Literal | None]) -> ScanPlan | None:
+    """The scan plan of these literals (``found`` are their indices, each once per call).
 
     The database also holds the UTF-8 of the code points RE2 folds to ASCII letters (after
     the literals, as :attr:`Scanner.folds` and up): :meth:`Scanner.exact` learns whether a
     value holds one in the same pass, not in two more ``in`` searches of it (~30 ms a
     cold scan of the Claude tree, whose 13 MB of tool results are mostly not ASCII).
 
-    ``None`` when Hyperscan is not available, or when an atom is not a literal (``None``
+    ``None`` when Hyperscan is not installed, or when an atom is not a literal (``None``
     in ``literals``), is empty or holds a NUL: the caller keeps its RE2 Set then.
     """
-    if not enabled() or not literals:
+    if _hs is None or not literals:
         return None
     expressions: list[bytes] = []
     flags: list[int] = []
@@ -134,6 +152,22 @@ def scanner(literals: Sequence[Literal | None]) -> Scanner | None:
     for code_point in _FOLD_BYTES:
         expressions.append(_escaped(code_point) if regexes else code_point)
         flags.append(_hs.HS_FLAG_SINGLEMATCH)
+    key = hashlib.sha256(cache.encode([expressions, flags])).digest()
+    return ScanPlan(expressions, flags, regexes, unicode, folds, key)
+
+
+def scanner(literals: Sequence[Literal | None]) -> Scanner | None:
+    """A scanner of these literals (see :func:`plan`); ``None`` without Hyperscan, with
+    ``TELLTALE_HYPERSCAN=0`` or where there is no plan."""
+    return scanner_of(plan(literals)) if enabled() else None
+
+
+def scanner_of(scan_plan: ScanPlan | None) -> Scanner | None:
+    """The scanner of a plan: its database from the rule-pack cache (Hyperscan's own
+    serialisation), compiled when missing there."""
+    if scan_plan is None or not enabled():
+        return None
+    expressions, flags, regexes = scan_plan.expressions, scan_plan.flags, scan_plan.regexes
 
     def build() -> Any:
         database = _hs.Database(mode=_hs.HS_MODE_BLOCK)
@@ -142,10 +176,10 @@ def scanner(literals: Sequence[Literal | None]) -> Scanner | None:
         return database
 
     try:  # a database is serialised by Hyperscan itself into the rule-pack cache
-        database = cache.cached("hyperscan", cache.encode([expressions, flags]), build, _hs.dumpb, _load)
+        database = cache.cached("hyperscan", scan_plan.key, build, _hs.dumpb, _load)
     except _hs.error:  # a database Hyperscan will not build (size limits): the Set still works
         return None
-    return Scanner(database, unicode, folds)
+    return Scanner(database, scan_plan.unicode, scan_plan.folds)
 
 
 def _load(data: bytes) -> Any:

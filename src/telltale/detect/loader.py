@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from importlib import resources
 from typing import Any, Literal
 
 import msgspec
@@ -533,7 +532,24 @@ def _load_modifier(item: object, index: int, path: str, lines: dict[int, int], o
 
 
 def default_rule_texts() -> list[tuple[str, str]]:
-    """``(name, text)`` of every YAML file of the default pack, in name order."""
+    """``(name, text)`` of every YAML file of the default pack, in name order: from the
+    package's directory, or through ``importlib.resources`` where the package is no
+    directory (a zip); its readers cost ~4 ms a scan for the same files."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules")
+    if not os.path.isdir(folder):
+        return _resource_rule_texts()
+    out = []
+    with os.scandir(folder) as entries:
+        names = sorted(e.name for e in entries if e.name.endswith(".yaml") and e.is_file())
+    for name in names:
+        with open(os.path.join(folder, name), encoding="utf-8") as fh:
+            out.append((f"{DEFAULT_PACK}/{name}", fh.read()))
+    return out
+
+
+def _resource_rule_texts() -> list[tuple[str, str]]:
+    from importlib import resources
+
     folder = resources.files("telltale.detect").joinpath("rules")
     out = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):

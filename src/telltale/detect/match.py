@@ -268,6 +268,10 @@ class _FieldIndex:
         self._screen_ready = False
         self._open_memo: dict[frozenset[int], frozenset[int]] = {}
         self._caseless: dict[str, int] = {}
+        #: Worked out from the atoms on first use, or kept with the compiled rules (snapshot).
+        self._scan_plan: literal_scan.ScanPlan | None = None
+        self._planned = False
+        self._anchored: frozenset[int] | None = None
 
     def atom(self, pattern: str, chunk_pattern: str | None = None, literal: Literal | None = None) -> int:
         """Index of ``pattern`` in this field's Set (added if new).
@@ -352,12 +356,29 @@ class _FieldIndex:
             chunk_set.Compile()
             self._chunk_set = chunk_set
             self.chunk_match = _set_matcher(chunk_set)
-        scanner = self.scanner = literal_scan.scanner(self.literals) if self._use_scanner else None
+        scanner = self.scanner = literal_scan.scanner_of(self.scan_plan()) if self._use_scanner else None
         self.ascii_chunk_match = scanner or self.chunk_match
         self.fold_wide = scanner is not None and scanner.unicode
         self.wide_chunk_match = scanner if self.fold_wide else self.chunk_match
         if scanner is not None and self.match is not None:
             self.match = self._exact_scan(scanner, self.match)
+
+    def scan_plan(self) -> literal_scan.ScanPlan | None:
+        """What this field's literal scanner is compiled from (:func:`literal_scan.plan`)."""
+        if not self._planned:
+            self._scan_plan, self._planned = literal_scan.plan(self.literals), True
+        return self._scan_plan
+
+    def anchored(self) -> frozenset[int]:
+        """The atoms the literal scanner finds anywhere but whose pattern is anchored (or is
+        no literal): a hit of one is confirmed by its own pattern (:meth:`_exact_scan`)."""
+        if self._anchored is None:
+            self._anchored = frozenset(
+                i for i, (pattern, lit) in enumerate(zip(self.patterns, self.literals, strict=True))
+                if lit is None
+                or (not lit.expression and pattern != (_caseless(lit.text) if lit.caseless else _escape(lit.text)))
+            )
+        return self._anchored
 
     def _exact_scan(self, scanner: literal_scan.Scanner, set_match: SetMatch) -> SetMatch:
         """The per-value match through the literal scanner, with the Set's exact result.
@@ -372,12 +393,7 @@ class _FieldIndex:
         anchored atom (``equals``, ``startswith``, ``endswith``) the scanner finds anywhere
         is confirmed by its own pattern.
         """
-        # An atom whose pattern is not its literal's own (escaped, maybe caseless) is anchored.
-        anchored = frozenset(
-            i for i, (pattern, lit) in enumerate(zip(self.patterns, self.literals, strict=True))
-            if lit is None
-            or (not lit.expression and pattern != (_caseless(lit.text) if lit.caseless else _escape(lit.text)))
-        )
+        anchored = self.anchored()
         exact = scanner.exact(set_match)
         if not anchored:
             return exact

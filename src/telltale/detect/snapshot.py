@@ -20,7 +20,7 @@ import msgspec
 
 from telltale.detect import cache
 from telltale.detect.fields import FIELD_NAMES
-from telltale.detect.literal_scan import Literal
+from telltale.detect.literal_scan import Literal, ScanPlan
 from telltale.detect.loader import MatcherDef, Rule
 from telltale.detect.match import _FieldIndex, _Matcher, _Rule, bare_matcher
 
@@ -46,6 +46,9 @@ class _FieldData(msgspec.Struct, array_like=True):
     residual: list[int]
     #: Trigger atom -> (rule index, selection index, positions of the gate's matchers).
     gate_refs: dict[int, list[tuple[int, int, tuple[int, ...]]]]
+    #: The literal scanner's plan (``None``: none possible) and the anchored atoms.
+    scan_plan: ScanPlan | None
+    anchored: list[int]
 
 
 class Compiled(msgspec.Struct, array_like=True):
@@ -87,7 +90,8 @@ def export(engine: MatchMixin) -> Compiled:
             continue
         fields.append(_FieldData(list(fx.patterns), list(fx.chunk_patterns), list(fx.literals),
                                  {atom: list(rules) for atom, rules in fx.triggers.items()}, list(fx.residual),
-                                 {atom: list(refs) for atom, refs in fx.gate_refs.items()}))
+                                 {atom: list(refs) for atom, refs in fx.gate_refs.items()},
+                                 fx.scan_plan(), sorted(fx.anchored())))
     rules = [([[_data(m) for m in sel] for sel in r.selections], [[_data(m) for m in sel] for sel in r.filters])
              for r in engine._rules]
     return Compiled(fields, rules)
@@ -113,6 +117,14 @@ def _build(engine: MatchMixin, data: Compiled, enabled: list[Rule]) -> None:
         fx.triggers = fd.triggers
         fx.residual = fd.residual
         fx.gate_refs = fd.gate_refs
+        plan = fd.scan_plan
+        if plan is not None and not (plan.folds == len(fd.literals) == len(fd.patterns)
+                                     and len(plan.expressions) == len(plan.flags) > plan.folds):
+            raise ValueError("scan plan")
+        if fd.anchored and not 0 <= min(fd.anchored) <= max(fd.anchored) < len(fd.patterns):
+            raise ValueError("anchored atom out of range")
+        fx._scan_plan, fx._planned = plan, True
+        fx._anchored = frozenset(fd.anchored)
         fields.append(fx)
     if len(fields) != len(FIELD_NAMES):
         raise ValueError("fields")
