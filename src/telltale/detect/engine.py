@@ -222,11 +222,11 @@ class DetectionEngine(MatchMixin, ScreenMixin, SequenceMixin, EvidenceMixin):
             position = suspect + 1
             obs = observations[suspect]
             sid = obs.session_id
-            window: SessionWindow | None = None
-            if sid is not None:
-                window = windows.get(f"{obs.client}:{sid}")
-                if window is not None:
-                    window.position += 1
+            # Every window of this batch's sessions is in ``tracked`` (found at the start or
+            # made below): a tuple look-up, not a key string built for every suspect.
+            window = tracked.get((obs.client, sid)) if tracked and sid is not None else None
+            if window is not None:
+                window.position += 1
             kind = kinds[suspect]
             known = self._probe(obs, kind)
             if known is None:
