@@ -914,18 +914,9 @@ class Scanner:
         sizes: dict[int, int] = {}
         for index, (cursor, _restored) in reads.items():
             source = selected[index]
-            if source.kind.endswith(".sqlite") or source.path.endswith(_DATABASE_SUFFIXES):
-                continue
-            listed = stats.get(source.path)
-            if listed is not None:
-                size = listed[2]
-            else:
-                try:
-                    size = os.stat(source.path).st_size
-                except OSError:
-                    continue  # gone: its reading reports it
-            prior = decode_cursor(cursor)
-            sizes[index] = max(size - prior.offset, 0) if prior is not None else size
+            if not (source.kind.endswith(".sqlite") or source.path.endswith(_DATABASE_SUFFIXES)):
+                listed = stats.get(source.path)
+                sizes[index] = _unread_bytes(source, cursor, None if listed is None else listed[2])
 
         def read(index: int) -> Iterator[Prepared]:
             return self._read_here(selected[index], reads[index][0], ctx)
@@ -1414,13 +1405,15 @@ def _restored_cursor(cursor: bytes | None, source: Source) -> bytes | None:
     return encode_cursor(msgspec.structs.replace(prior, device=st.st_dev, inode=st.st_ino))
 
 
-def _unread_bytes(source: Source, cursor: bytes | None) -> int:
-    """About how many bytes of a source a scan will read: its size past a JSONL cursor's
-    offset, or its whole size (a database, a document: the cursor says nothing of bytes)."""
-    try:
-        size = os.stat(source.path).st_size
-    except OSError:
-        return 0
+def _unread_bytes(source: Source, cursor: bytes | None, size: int | None = None) -> int:
+    """About how many bytes of a source a scan will read: its size (``size``: as discovery
+    listed it) past a JSONL cursor's offset, or its whole size (a database, a document:
+    the cursor says nothing of bytes); 0 for a source that is gone."""
+    if size is None:
+        try:
+            size = os.stat(source.path).st_size
+        except OSError:
+            return 0
     prior = decode_cursor(cursor)
     return max(size - prior.offset, 0) if prior is not None else size
 

@@ -3,10 +3,11 @@
 A cold scan of real transcripts reads ~1,000 small files (a median of 10 observations
 each). Read one at a time, each file's detection runs right after its own parsing and
 encoding, whose working set has pushed the rule pack's tables (Hyperscan databases, RE2
-DFAs, the engine's objects) out of the CPU caches: the same detection work took 1.5x as
-long inside the scan as it does on the same batches back to back. Reading the next few
-small sources first and then writing them one by one keeps each stage's tables warm for
-a run of sources.
+DFAs, the engine's objects) out of the CPU caches: the same detection work was measured
+taking ~1.5x as long inside the scan as on the same batches back to back. Reading the
+next few small sources first, then writing them one by one, keeps each stage's tables
+warm for a run of sources: a cold scan of the Claude tree takes ~4% less CPU (the median
+of 21 paired runs; docs/performance.md, session 11).
 
 Only the order of the work changes: every source is still staged, detected and committed
 in discovery order, one at a time, by the one writer; a source read ahead and never
