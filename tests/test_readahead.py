@@ -168,6 +168,7 @@ def test_the_pipeline_emits_the_same_events_with_and_without_reading_ahead(
     grouped, grouped_reports = _scan(home, tmp_path / "grouped", 64 << 10)
     assert one.scanner_error_count == 0 and len(one_reports) > 10
     assert grouped_reports == one_reports
+    assert (grouped.emitted_count, grouped.detection_count) == (one.emitted_count, one.detection_count)
     ids, rollups = ks.record_ids(tmp_path / "one" / "e.jsonl")
     assert len(ids) > 500 and rollups
     assert ks.record_ids(tmp_path / "grouped" / "e.jsonl") == (ids, rollups)
@@ -193,6 +194,7 @@ def test_a_source_that_fails_while_read_ahead_fails_alone(
     one, one_reports = _scan(home, tmp_path / "one", 0)
     grouped, grouped_reports = _scan(home, tmp_path / "grouped", 64 << 10)
     assert grouped_reports == one_reports
+    assert grouped.scanner_error_count == one.scanner_error_count == 1
     failed = [r for r in grouped_reports if r[1] == "error"]
     assert [(r[0], r[2]) for r in failed] == [(str(broken), "internal_error")]
     assert ks.record_ids(tmp_path / "grouped" / "e.jsonl") == ks.record_ids(tmp_path / "one" / "e.jsonl")
