@@ -19,6 +19,7 @@ at once are limited in bytes; a large source is read as a stream, as before.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from telltale.prepared import Prepared
@@ -92,7 +93,7 @@ class ReadAhead:
     def _fill(self, index: int) -> None:
         """Read ``index`` and the small sources after it, up to the byte budget."""
         total = 0
-        for next_index in self._order[self._position[index]:]:
+        for next_index in itertools.islice(self._order, self._position[index], None):  # no copy of the rest
             if next_index in self._ahead:
                 continue
             if not self._small(next_index) or (total and (self._stopped() or total + self._sizes[next_index]
