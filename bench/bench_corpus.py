@@ -6,10 +6,13 @@ really writes them). For each tree, measured side by side in one run:
 
 * **parse-only limit**: every line of every transcript read and ``msgspec``-decoded
   (untyped), one core, in this process (SQLite stores are not counted: they have no lines);
+  beside it, Telltale's own line reader splitting the same lines (bounded, with offsets);
 * **cold all-in**: ``python -m telltale scan --once`` with the default rules, from process
   start to exit, into a fresh state, ``--repeat`` times (wall and CPU of the child, its peak
   RSS); alternating with ``--no-detect`` runs, whose difference is detection's cost;
 * **no-change re-scan**: the same command again on the state the cold run left;
+* **3x budget**: three limits less the floor every scan pays (the re-scan's fixed cost and
+  the limit itself), per event, against what an event costs the scan with the pack cached;
 * **stages**: one more cold scan through the CLI in a child process whose entry points are
   wrapped by timers (exclusive time: a nested stage's time is not its parent's):
   ``read`` (the JSONL line splitter), ``decode`` (the adapters' msgspec decoders),
@@ -97,6 +100,21 @@ def parse_only(files: list[Path]) -> tuple[float, int]:
                 except msgspec.DecodeError:
                     pass
     return time.process_time() - start, size
+
+
+def reader_only(files: list[Path]) -> float:
+    """CPU seconds for Telltale's JSONL reader (bounded lines with byte offsets) to split
+    every line of the tree's line files, decoding none: its share of the limit's work."""
+    from telltale.readers.jsonl import JsonlReader
+
+    start = time.process_time()
+    for path in files:
+        if path.suffix == ".db":
+            continue
+        with JsonlReader(str(path), None) as reader:
+            for _ in reader.lines():
+                pass
+    return time.process_time() - start
 
 
 # -- telltale through its CLI -----------------------------------------------------------
@@ -386,6 +404,28 @@ def load() -> str:
     return " ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
+def budget(limit: float, fixed: float, cached_cpu: float, events: int) -> None:
+    """What ``3x the parse-only limit`` leaves for each event, against what one costs now.
+
+    The least any scan pays: its fixed cost (process start, imports, discovery, the state:
+    the no-change re-scan's CPU) and every line read and decoded (the limit itself). What is
+    left of three limits is the budget for the per-event work (adapting, redacting, building
+    and encoding the event, detection, the write and its commit), shared by the events.
+    """
+    floor = fixed + limit
+    left = 3 * limit - floor
+    now = cached_cpu - floor
+    if events <= 0:
+        return
+    head = f"3x budget: {3 * limit:.2f}s CPU; floor {floor:.2f}s (re-scan {fixed:.2f}s + limit {limit:.2f}s)"
+    if left <= 0:
+        print(f"{head}: nothing left for the events")
+        return
+    per_left, per_now = 1e6 * left / events, 1e6 * now / events
+    print(f"{head}; {left:.2f}s left for {events} events = {per_left:.1f} us/event; the scan (pack cached) "
+          f"spends {per_now:.1f} us/event = {per_now / per_left:.1f}x that")
+
+
 def measure(label: str, home: Path, work: Path, repeat: int, jobs: int, peer: list[str] | None) -> None:
     files = files_of(home)
     warm(files)
@@ -393,7 +433,9 @@ def measure(label: str, home: Path, work: Path, repeat: int, jobs: int, peer: li
     mb = total / 1e6
     limit, parsed = min((parse_only(files) for _ in range(2)), key=lambda r: r[0])
     print(f"\n== {label}: {mb:.1f} MB, {len(files)} files (load {load()})")
-    print(f"parse-only limit: {limit:.2f}s CPU = {parsed / 1e6 / limit:.0f} MB/s ({parsed / 1e6:.1f} MB of lines)")
+    reader = min(reader_only(files) for _ in range(2))
+    print(f"parse-only limit: {limit:.2f}s CPU = {parsed / 1e6 / limit:.0f} MB/s ({parsed / 1e6:.1f} MB of lines); "
+          f"telltale's line reader alone {reader:.2f}s")
     # "rules, pack cached": a fresh state beside the compiled pack a previous scan left
     # (rules.cache): what every later scan with changes pays for detection.
     # One job unless named: the CPU figures compare with the one-core parse-only limit.
@@ -436,6 +478,7 @@ def measure(label: str, home: Path, work: Path, repeat: int, jobs: int, peer: li
     rescan_wall, rescan_cpu = median([r.wall for r in rescans]), median([r.cpu for r in rescans])
     print(f"no-change re-scan: wall {rescan_wall:.3f}s, CPU {rescan_cpu:.3f}s "
           f"(runs {[round(r.wall, 3) for r in rescans]})")
+    budget(limit, rescan_cpu, cached_cpu, int(summary.get("emitted_count") or 0))
     spent = stages(home, work)
     inside = sum(spent.get(s, 0.0) for s in STAGES)
     print(f"stages (one instrumented cold scan, exclusive CPU seconds per thread; scanning thread {inside:.2f}s, "
