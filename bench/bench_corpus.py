@@ -412,16 +412,15 @@ def budget(limit: float, fixed: float, cached_cpu: float, events: int) -> None:
     left of three limits is the budget for the per-event work (adapting, redacting, building
     and encoding the event, detection, the write and its commit), shared by the events.
     """
-    floor = fixed + limit
-    left = 3 * limit - floor
-    now = cached_cpu - floor
     if events <= 0:
         return
+    floor = fixed + limit
+    left = 3 * limit - floor
     head = f"3x budget: {3 * limit:.2f}s CPU; floor {floor:.2f}s (re-scan {fixed:.2f}s + limit {limit:.2f}s)"
     if left <= 0:
         print(f"{head}: nothing left for the events")
         return
-    per_left, per_now = 1e6 * left / events, 1e6 * now / events
+    per_left, per_now = 1e6 * left / events, 1e6 * (cached_cpu - floor) / events
     print(f"{head}; {left:.2f}s left for {events} events = {per_left:.1f} us/event; the scan (pack cached) "
           f"spends {per_now:.1f} us/event = {per_now / per_left:.1f}x that")
 
