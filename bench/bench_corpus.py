@@ -82,6 +82,11 @@ def warm(files: list[Path]) -> None:
                 pass
 
 
+def line_files(files: list[Path]) -> Iterator[Path]:
+    """The tree's files that hold lines (SQLite stores have none)."""
+    return (path for path in files if path.suffix != ".db")
+
+
 def parse_only(files: list[Path]) -> tuple[float, int]:
     """CPU seconds to read and decode every line (untyped msgspec), and the bytes read."""
     import msgspec
@@ -89,9 +94,7 @@ def parse_only(files: list[Path]) -> tuple[float, int]:
     decode = msgspec.json.Decoder().decode
     size = 0
     start = time.process_time()
-    for path in files:
-        if path.suffix == ".db":
-            continue
+    for path in line_files(files):
         size += path.stat().st_size
         with path.open("rb") as fh:
             for line in fh:
@@ -108,9 +111,7 @@ def reader_only(files: list[Path]) -> float:
     from telltale.readers.jsonl import JsonlReader
 
     start = time.process_time()
-    for path in files:
-        if path.suffix == ".db":
-            continue
+    for path in line_files(files):
         with JsonlReader(str(path), None) as reader:
             for _ in reader.lines():
                 pass
